@@ -1,0 +1,149 @@
+#include "hostmodel/scanner.h"
+
+#include <algorithm>
+#include <map>
+
+#include "common/files.h"
+#include "common/strings.h"
+#include "hostmodel/naming.h"
+
+namespace vfio_gpu {
+namespace {
+
+bool IsNvSwitch(const PciIdentity& id) {
+  return id.vendor == kVendorNvidia && (id.class_code >> 8) == (kClassOtherBridge >> 8);
+}
+
+std::string CdevOf(const HostRoots& roots, const std::string& bdf) {
+  std::string dir = roots.PciDevice(bdf) + "/vfio-dev";
+  auto names = ListDir(dir);
+  if (!names) return "";
+  for (const auto& n : *names)
+    if (StartsWith(n, "vfio") && PathExists(dir + "/" + n + "/dev")) return n;
+  return "";
+}
+
+std::string SkipReason(const PciDevice& d) {
+  std::string what = ClassName(d.class_code);
+  if (d.driver.empty())
+    return what + " " + d.bdf + " is not bound to vfio-pci (no driver); bind it to vfio-pci to pass it through";
+  return what + " " + d.bdf + " is bound to " + d.driver +
+         ", not vfio-pci; bind it to vfio-pci to pass it through";
+}
+
+}  // namespace
+
+Result<Snapshot> Scan(const HostRoots& roots, const Selection& selection) {
+  auto names = ListDir(roots.PciDevices());
+  if (!names) return names.error().Wrap("cannot scan PCI devices");
+
+  Snapshot snap;
+  // Candidates (GPUs and NVSwitches we may hand out), grouped by IOMMU group.
+  std::map<int, std::vector<PciDevice>> by_group;
+  std::map<int, bool> group_is_gpu;
+
+  for (const auto& bdf : *names) {
+    if (!IsBdf(bdf)) {
+      snap.problems.push_back({bdf, "not a PCI address; ignored"});
+      continue;
+    }
+    PciIdentity id = ReadPciIdentity(roots, bdf);
+    if (!id.ok) {
+      auto d = ReadPciDevice(roots, bdf);
+      snap.problems.push_back(
+          {bdf, d.ok() && !d->error.empty() ? d->error : "vendor or class unreadable"});
+      continue;
+    }
+    if (id.vendor == 0xffff) {
+      snap.problems.push_back(
+          {bdf, "config space reads 0xffff: the device fell off the bus; check its link and power"});
+      continue;
+    }
+    bool gpu = selection.IsSelectedVendor(id.vendor) && selection.IsGpuClass(id.class_code);
+    bool nvswitch = !gpu && selection.IsSelectedVendor(id.vendor) && IsNvSwitch(id);
+    if (!gpu && !nvswitch) continue;
+
+    auto dev = ReadPciDevice(roots, bdf);
+    if (!dev) {
+      snap.problems.push_back({bdf, dev.error().message()});
+      continue;
+    }
+    if (!selection.Allows(bdf, dev->vendor, dev->device)) {
+      snap.skipped.push_back({bdf, ClassName(dev->class_code) + " " + bdf + " (" +
+                                       Hex(dev->vendor, 4) + ":" + Hex(dev->device, 4) +
+                                       ") is excluded by the allow/deny lists of the configuration"});
+      continue;
+    }
+    if (!dev->error.empty()) snap.problems.push_back({bdf, dev->error});
+    if (!dev->iommu_group) {
+      snap.skipped.push_back(
+          {bdf, ClassName(dev->class_code) + " " + bdf +
+                    " has no IOMMU group; enable the IOMMU (intel_iommu=on or amd_iommu=on) and reboot"});
+      continue;
+    }
+    int g = *dev->iommu_group;
+    group_is_gpu[g] = group_is_gpu[g] || gpu;
+    by_group[g].push_back(std::move(*dev));
+  }
+
+  for (auto& [g, devs] : by_group) {
+    bool any_vfio = std::any_of(devs.begin(), devs.end(),
+                                [](const PciDevice& d) { return IsVfioDriver(d.driver); });
+    if (!any_vfio) {
+      for (const auto& d : devs) snap.skipped.push_back({d.bdf, SkipReason(d)});
+      continue;
+    }
+    // In a GPU group, NVSwitches (if any) are plain members; the unit is the GPUs'.
+    bool gpu_group = group_is_gpu[g];
+    std::vector<const PciDevice*> primaries;
+    for (const auto& d : devs) {
+      bool is_nvswitch = (d.class_code >> 8) == (kClassOtherBridge >> 8);
+      if (gpu_group == !is_nvswitch) primaries.push_back(&d);
+    }
+    std::sort(primaries.begin(), primaries.end(),
+              [](const PciDevice* a, const PciDevice* b) { return a->bdf < b->bdf; });
+    const PciDevice& lead = *primaries.front();
+
+    Unit u;
+    u.id = lead.bdf;
+    u.kind = gpu_group ? UnitKind::kGpu : UnitKind::kNvSwitch;
+    u.resource = gpu_group ? GpuResourceName(selection, lead.vendor, lead.device)
+                           : selection.nvswitch_resource_name;
+    u.iommu_group = g;
+    u.numa_node = lead.numa_node;
+    u.vendor = lead.vendor;
+    u.device = lead.device;
+    u.model = ModelName(lead.vendor, lead.device);
+    u.root_complex = lead.root_complex;
+    u.pcie_path = lead.upstream;
+    u.reset_method = lead.reset_method;
+    for (const auto* p : primaries) {
+      u.gpus.push_back(p->bdf);
+      u.present = u.present && p->present;
+    }
+    u.group_node_present = PathExists(roots.VfioGroupNode(g));
+
+    auto group = ReadIommuGroup(roots, g);
+    if (!group) {
+      u.viable = false;
+      u.reason = group.error().message() + "; the IOMMU group link of " + lead.bdf + " is stale";
+    } else {
+      u.members = group->members;
+      Viability v = CheckViability(*group);
+      u.viable = v.viable;
+      u.reason = v.reason;
+      for (const auto& m : u.members) {
+        if (m.bridge) continue;
+        if (auto c = CdevOf(roots, m.bdf); !c.empty()) u.cdevs.push_back(c);
+      }
+    }
+    snap.units.push_back(std::move(u));
+  }
+  std::sort(snap.units.begin(), snap.units.end(),
+            [](const Unit& a, const Unit& b) { return a.id < b.id; });
+  std::sort(snap.skipped.begin(), snap.skipped.end(),
+            [](const Skipped& a, const Skipped& b) { return a.bdf < b.bdf; });
+  return snap;
+}
+
+}  // namespace vfio_gpu
