@@ -84,6 +84,13 @@ def main() -> int:
         print(f"E2E-RESULT {n}-run FAIL output is not the scan JSON ({e}): {p.stdout[:200]!r}")
         return 0
     print(f"E2E-RESULT {n}-run PASS {len(units)} units, {len(scan.get('skipped', []))} skipped")
+    for u in units:
+        print(f"E2E-INFO {n} unit {u.get('id')} group {u.get('iommu_group')} gpus {u.get('gpus')} "
+              f"viable={u.get('viable')} {u.get('reason', '')}".rstrip())
+    for k in scan.get("skipped", []):
+        print(f"E2E-INFO {n} skipped {k.get('bdf')}: {k.get('reason')}")
+    for k in scan.get("problems", []):
+        print(f"E2E-INFO {n} problem {k.get('bdf')}: {k.get('error')}")
 
     sysfs = Sysfs(args.sysfs)
     with open(args.config) as f:
@@ -93,9 +100,15 @@ def main() -> int:
     skipped = {s.get("bdf") for s in scan.get("skipped", [])}
     problems = [f"{b} selected by the config but in no unit" for b in sorted(want - got - skipped)]
     problems += [f"{b} in a unit but not selected by the config" for b in sorted(got - want)]
-    result("devices", problems, f"{len(got)} selected devices, as sysfs and the config say")
+    result("devices", problems, f"{len(want)} devices selected as sysfs and the config say: "
+           f"{len(got)} in units, {len(want & skipped)} skipped")
 
     groups, drivers, viability, numa = [], [], [], []
+    # A device skipped for its driver must be skipped for the driver the kernel has bound.
+    for k in scan.get("skipped", []):
+        real = sysfs.link(k.get("bdf", ""), "driver")
+        if real and real != "vfio-pci" and real not in k.get("reason", ""):
+            drivers.append(f"{k.get('bdf')} skipped with {k.get('reason')!r}, but the kernel has it on {real}")
     for u in units:
         g = u.get("iommu_group")
         members = u.get("members", [])
@@ -125,7 +138,7 @@ def main() -> int:
             if u.get("numa_node") != (None if node < 0 else node):
                 numa.append(f"{gpu}: numa_node {u.get('numa_node')}, kernel {node}")
     result("groups", groups, "every unit is its kernel IOMMU group")
-    result("drivers", drivers, "every member's driver as the kernel has it")
+    result("drivers", drivers, "every member's (and skipped device's) driver as the kernel has it")
     result("viability", viability, "viability and blocking members as VFIO's rule says")
     result("numa", numa, "NUMA nodes as sysfs has them (-1 = none)")
     return 0

@@ -21,6 +21,10 @@ class QmpError(Exception):
     pass
 
 
+class NotYetBuilt(Exception):
+    pass
+
+
 class Qmp:
     """A minimal QMP client: greeting, qmp_capabilities, commands; events are skipped."""
 
@@ -138,11 +142,16 @@ def main() -> int:
             cmd = [args.audit_bin, "audit", "--qmp", args.sock]
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+                if p.returncode == 2 and 'unknown command "audit"' in p.stderr:
+                    print("E2E-RESULT nested-audit SKIP vfio-gpu has no audit command yet", flush=True)
+                    raise NotYetBuilt
                 for line in (p.stdout + p.stderr).splitlines():
                     info("nested-audit", line)
                 result("nested-audit", args.good in p.stdout, f"`{' '.join(cmd)}` exit {p.returncode}, names {args.good}: {args.good in p.stdout}")
             except (OSError, subprocess.TimeoutExpired) as e:
                 result("nested-audit", False, f"{' '.join(cmd)}: {e}")
+            except NotYetBuilt:
+                pass
             q = Qmp(args.sock)
         else:
             print("E2E-RESULT nested-audit SKIP no vfio-gpu in the build dir yet", flush=True)

@@ -4,6 +4,7 @@
 sock=$E2E_WORK/nested-qmp.sock
 log=$E2E_WORK/nested-qemu.log
 rm -f "$sock"
+read -r t0 _ </proc/uptime
 qemu-system-x86_64 -S -accel tcg -machine q35 -nodefaults -display none -m 128M \
   -device pcie-root-port,id=rp0,chassis=1,addr=0x2 -device pcie-root-port,id=rp1,chassis=2,addr=0x3 \
   -device pcie-root-port,id=rp2,chassis=3,addr=0x4 -device pcie-root-port,id=rp3,chassis=4,addr=0x5 \
@@ -13,7 +14,8 @@ if ((rc != 0)); then
   fail nested-qemu-start "qemu-system-x86_64 exited $rc: $(tr '\n' ' ' <"$log")"
   return 0
 fi
-pass nested-qemu-start "nested QEMU up (-S, TCG, 128M), QMP on $sock"
+read -r t1 _ </proc/uptime
+pass nested-qemu-start "nested QEMU up (-S, TCG, 128M) in $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')s, QMP on $sock"
 
 audit=()
 project_bin vfio-gpu && audit=(--audit-bin "$REPLY")
