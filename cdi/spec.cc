@@ -71,7 +71,8 @@ std::vector<CdiSpec> BuildCdiSpecs(const Snapshot& snapshot, const Selection& se
       for (const Unit* u : units) add_device("group-" + std::to_string(u->iommu_group), *u);
     }
     Json common_nodes = Json::Array();
-    common_nodes.Append(DeviceNode(kContainerVfioPath, custom_dev ? roots.VfioContainerNode() : ""));
+    common_nodes.Append(
+        DeviceNode(kContainerVfioPath, custom_dev ? roots.VfioContainerNode() : ""));
     Json common = Json::Object();
     common.Set("deviceNodes", std::move(common_nodes));
 
@@ -102,8 +103,8 @@ Result<CdiSyncReport> SyncCdiSpecs(const std::string& dir, const std::vector<Cdi
   if (!names) return names.error().Wrap("cannot list CDI dir");
   for (const auto& n : *names) {
     if (!StartsWith(n, kCdiFilePrefix) || !EndsWith(n, ".json")) continue;
-    bool wanted = std::any_of(specs.begin(), specs.end(),
-                              [&](const CdiSpec& s) { return s.file_name == n; });
+    bool wanted =
+        std::any_of(specs.begin(), specs.end(), [&](const CdiSpec& s) { return s.file_name == n; });
     if (wanted) continue;
     std::string path = JoinPath(dir, n);
     if (auto s = RemoveFile(path); !s) return s.error().Wrap("cannot remove stale CDI spec");

@@ -9,23 +9,25 @@ namespace vfio_gpu {
 
 Result<Json> Json::Parse(std::string_view text, std::string_view what) {
   json_tokener* tok = json_tokener_new();
-  json_object* obj =
-      json_tokener_parse_ex(tok, text.data(), static_cast<int>(std::min<size_t>(text.size(), INT32_MAX)));
+  json_object* obj = json_tokener_parse_ex(
+      tok, text.data(), static_cast<int>(std::min<size_t>(text.size(), INT32_MAX)));
   json_tokener_error err = json_tokener_get_error(tok);
   size_t consumed = json_tokener_get_parse_end(tok);
   json_tokener_free(tok);
   if (err != json_tokener_success) {
     json_object_put(obj);
-    std::string why = err == json_tokener_continue ? "unexpected end of input"
-                                                  : json_tokener_error_desc(err);
-    return Error(std::string(what) + ": invalid JSON at byte " + std::to_string(consumed) + ": " + why);
+    std::string why =
+        err == json_tokener_continue ? "unexpected end of input" : json_tokener_error_desc(err);
+    return Error(std::string(what) + ": invalid JSON at byte " + std::to_string(consumed) + ": " +
+                 why);
   }
   // Anything but whitespace after the value is garbage.
   for (size_t i = consumed; i < text.size(); ++i) {
     char c = text[i];
     if (c != ' ' && c != '\n' && c != '\t' && c != '\r') {
       json_object_put(obj);
-      return Error(std::string(what) + ": invalid JSON: trailing data at byte " + std::to_string(i));
+      return Error(std::string(what) + ": invalid JSON: trailing data at byte " +
+                   std::to_string(i));
     }
   }
   return Json(obj);
@@ -67,7 +69,9 @@ void Json::Remove(std::string_view key) {
   if (is_object()) json_object_object_del(o_, std::string(key).c_str());
 }
 
-size_t Json::size() const { return is_array() ? json_object_array_length(o_) : 0; }
+size_t Json::size() const {
+  return is_array() ? json_object_array_length(o_) : 0;
+}
 
 Json Json::At(size_t i) const {
   if (!is_array() || i >= size()) return Json();
@@ -82,11 +86,18 @@ Json& Json::Append(Json value) {
 
 std::string Json::AsString() const {
   if (!is_string()) return {};
-  return std::string(json_object_get_string(o_), static_cast<size_t>(json_object_get_string_len(o_)));
+  return std::string(json_object_get_string(o_),
+                     static_cast<size_t>(json_object_get_string_len(o_)));
 }
-int64_t Json::AsInt() const { return is_number() ? json_object_get_int64(o_) : 0; }
-bool Json::AsBool() const { return is_bool() && json_object_get_boolean(o_); }
-double Json::AsDouble() const { return is_number() ? json_object_get_double(o_) : 0.0; }
+int64_t Json::AsInt() const {
+  return is_number() ? json_object_get_int64(o_) : 0;
+}
+bool Json::AsBool() const {
+  return is_bool() && json_object_get_boolean(o_);
+}
+double Json::AsDouble() const {
+  return is_number() ? json_object_get_double(o_) : 0.0;
+}
 
 std::string Json::Dump(bool pretty) const {
   if (!o_) return "null";
@@ -94,11 +105,13 @@ std::string Json::Dump(bool pretty) const {
               (pretty ? JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED : JSON_C_TO_STRING_PLAIN);
   std::string out = json_object_to_json_string_ext(o_, flags);
   if (pretty) {
-    // json-c indents with two spaces but puts a space before ':'; keep its output as-is except that.
+    // json-c indents with two spaces but puts a space before ':'; keep its output as-is except
+    // that.
     std::string fixed;
     fixed.reserve(out.size());
     for (size_t i = 0; i < out.size(); ++i) {
-      if (out[i] == ' ' && i + 1 < out.size() && out[i + 1] == ':' && i > 0 && out[i - 1] == '"') continue;
+      if (out[i] == ' ' && i + 1 < out.size() && out[i + 1] == ':' && i > 0 && out[i - 1] == '"')
+        continue;
       fixed += out[i];
     }
     out = std::move(fixed);
@@ -108,8 +121,7 @@ std::string Json::Dump(bool pretty) const {
 
 StrictObject::StrictObject(Json object, std::string source)
     : o_(std::move(object)), source_(std::move(source)) {
-  if (!o_.is_object())
-    error_ = Error(source_ + ": expected a JSON object at the top level");
+  if (!o_.is_object()) error_ = Error(source_ + ": expected a JSON object at the top level");
 }
 
 void StrictObject::Fail(std::string_view key, const std::string& why) {

@@ -83,9 +83,9 @@ class Json {
   json_object* o_ = nullptr;
 };
 
-// Reads a JSON object field by field, refusing unknown keys and wrong types with a message that names
-// the key and the source ("config /etc/vfio-gpu/plugin.json: key \"vendors\": expected an array of
-// strings"). Call Finish() at the end to report keys nobody asked for.
+// Reads a JSON object field by field, refusing unknown keys and wrong types with a message that
+// names the key and the source ("config /etc/vfio-gpu/plugin.json: key \"vendors\": expected an
+// array of strings"). Call Finish() at the end to report keys nobody asked for.
 class StrictObject {
  public:
   StrictObject(Json object, std::string source);

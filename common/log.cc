@@ -24,7 +24,8 @@ Status SetupLogging(LogFormat format, const std::string& file, bool syslog) {
       sinks.push_back(std::make_shared<spdlog::sinks::basic_file_sink_mt>(file));
     }
     if (syslog)
-      sinks.push_back(std::make_shared<spdlog::sinks::syslog_sink_mt>("vfio-gpu", 0, LOG_USER, false));
+      sinks.push_back(
+          std::make_shared<spdlog::sinks::syslog_sink_mt>("vfio-gpu", 0, LOG_USER, false));
   } catch (const spdlog::spdlog_ex& e) {
     return Error(std::string("cannot open log ") + file + ": " + e.what());
   }

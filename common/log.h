@@ -1,5 +1,5 @@
-// Logging setup shared by the binaries: spdlog, one line per decision. `text` for people, `json` for
-// log pipelines (one JSON object per line).
+// Logging setup shared by the binaries: spdlog, one line per decision. `text` for people, `json`
+// for log pipelines (one JSON object per line).
 #pragma once
 
 #include <spdlog/spdlog.h>

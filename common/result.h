@@ -1,5 +1,5 @@
-// Errors as values that gather context on the way up (crun's style): the message a user finally sees
-// reads as a chain from the symptom to the cause and ends in what to do.
+// Errors as values that gather context on the way up (crun's style): the message a user finally
+// sees reads as a chain from the symptom to the cause and ends in what to do.
 #pragma once
 
 #include <optional>
@@ -44,7 +44,7 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }

@@ -89,16 +89,26 @@ std::optional<std::string> CanonicalBdf(std::string_view s) {
   return str;
 }
 
-bool IsBdf(std::string_view s) { return s.size() == 12 && CanonicalBdf(s).has_value(); }
+bool IsBdf(std::string_view s) {
+  return s.size() == 12 && CanonicalBdf(s).has_value();
+}
 
 std::string Quote(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];

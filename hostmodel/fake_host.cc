@@ -37,7 +37,9 @@ Status Link(const std::string& target, const std::string& link) {
   return Status::Ok();
 }
 
-std::string HexAttr(uint32_t v, int width) { return "0x" + Hex(v, width) + "\n"; }
+std::string HexAttr(uint32_t v, int width) {
+  return "0x" + Hex(v, width) + "\n";
+}
 
 std::string ConfigSpace(const FakeDevice& d) {
   std::string c(d.pcie ? 4096 : 256, '\0');
@@ -53,11 +55,11 @@ std::string ConfigSpace(const FakeDevice& d) {
   return c;
 }
 
-#define RETURN_IF_ERROR(expr)     \
-  do {                            \
-    if (auto _s = (expr); !_s) {  \
-      return _s;                  \
-    }                             \
+#define RETURN_IF_ERROR(expr)    \
+  do {                           \
+    if (auto _s = (expr); !_s) { \
+      return _s;                 \
+    }                            \
   } while (0)
 
 }  // namespace
@@ -106,8 +108,10 @@ Status FakeHost::Add(const FakeDevice& d) {
   }
   if (d.cdev >= 0) {
     std::string name = "vfio" + std::to_string(d.cdev);
-    RETURN_IF_ERROR(Write(dir + "/vfio-dev/" + name + "/dev", "511:" + std::to_string(d.cdev) + "\n"));
-    RETURN_IF_ERROR(Link(dir + "/vfio-dev/" + name, roots_.DevChar(511, static_cast<unsigned>(d.cdev))));
+    RETURN_IF_ERROR(
+        Write(dir + "/vfio-dev/" + name + "/dev", "511:" + std::to_string(d.cdev) + "\n"));
+    RETURN_IF_ERROR(
+        Link(dir + "/vfio-dev/" + name, roots_.DevChar(511, static_cast<unsigned>(d.cdev))));
     RETURN_IF_ERROR(Write(roots_.VfioCdevNode(name), ""));
   }
   RETURN_IF_ERROR(SetDriver(d.bdf, d.driver));
@@ -136,7 +140,8 @@ Status FakeHost::SyncGroupNode(int group) {
   return vfio ? AddGroupNode(group) : RemoveGroupNode(group);
 }
 
-Status FakeHost::SetAttr(const std::string& bdf, const std::string& name, const std::string& value) {
+Status FakeHost::SetAttr(const std::string& bdf, const std::string& name,
+                         const std::string& value) {
   std::string dir = DeviceDir(bdf);
   if (dir.empty()) return Error("fake host: no device " + bdf);
   return Write(dir + "/" + name, value);
@@ -159,8 +164,12 @@ Status FakeHost::Remove(const std::string& bdf) {
   return Status::Ok();
 }
 
-Status FakeHost::RemoveGroupNode(int group) { return RemoveFile(roots_.VfioGroupNode(group)); }
-Status FakeHost::AddGroupNode(int group) { return Write(roots_.VfioGroupNode(group), ""); }
+Status FakeHost::RemoveGroupNode(int group) {
+  return RemoveFile(roots_.VfioGroupNode(group));
+}
+Status FakeHost::AddGroupNode(int group) {
+  return Write(roots_.VfioGroupNode(group), "");
+}
 
 namespace {
 
@@ -249,10 +258,9 @@ Status BuildSeedA10Host(FakeHost& host) {
 Status BuildHgxHost(FakeHost& host) {
   // Per socket: one root complex, a switch with two downstream ports, each holding one GPU; the
   // NIC of each pair sits beside it. GPUs keep their own groups (the switch has ACS).
-  const char* gpus[] = {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
-                        "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"};
-  const char* rcs[] = {"pci0000:15", "pci0000:26", "pci0000:37", "pci0000:59",
-                       "pci0000:97", "pci0000:a7", "pci0000:b7", "pci0000:d7"};
+  // The GPU of socket i sits three buses below its root complex (root port, switch up, down).
+  const char* rcs[] = {"pci0000:15", "pci0000:27", "pci0000:37", "pci0000:5a",
+                       "pci0000:97", "pci0000:a8", "pci0000:b7", "pci0000:d8"};
   int group = 100;
   for (int i = 0; i < 8; ++i) {
     int numa = i < 4 ? 0 : 1;
@@ -268,8 +276,7 @@ Status BuildHgxHost(FakeHost& host) {
     RETURN_IF_ERROR(host.Add(SwitchPort(up, rp, group++, numa, 0xc030)));
     RETURN_IF_ERROR(host.Add(SwitchPort(down_gpu, up, group++, numa, 0xc030)));
     RETURN_IF_ERROR(host.Add(SwitchPort(down_nic, up, group++, numa, 0xc030)));
-    // The GPU sits one bus below its downstream port; the fixture's BDF list is authoritative.
-    FakeDevice g = Gpu(gpus[i], down_gpu, group++, numa, 0x2330);
+    FakeDevice g = Gpu("0000:" + hex2(b + 3) + ":00.0", down_gpu, group++, numa, 0x2330);
     g.subsystem_device = 0x16c1;
     g.cdev = i;
     RETURN_IF_ERROR(host.Add(g));

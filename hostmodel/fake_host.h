@@ -1,5 +1,5 @@
-// Writes realistic sysfs and /dev trees: the test fixtures of every part and the embedded demo host.
-// The trees follow real sysfs: bus/pci/devices/<BDF> are relative symlinks into
+// Writes realistic sysfs and /dev trees: the test fixtures of every part and the embedded demo
+// host. The trees follow real sysfs: bus/pci/devices/<BDF> are relative symlinks into
 // devices/pci0000:00/..., each device has vendor, device, class, subsystem_*, numa_node, a config
 // file, and driver / iommu_group symlinks; kernel/iommu_groups/<N>/devices/ holds the members.
 #pragma once
@@ -26,7 +26,7 @@ struct FakeDevice {
   int iommu_group = -1;             // -1 = no iommu_group link
   int numa_node = -1;
   std::string reset_method = "flr bus";
-  int cdev = -1;  // >= 0: vfio-dev/vfio<cdev>/dev exists and /dev/vfio/devices/vfio<cdev> too
+  int cdev = -1;     // >= 0: vfio-dev/vfio<cdev>/dev exists and /dev/vfio/devices/vfio<cdev> too
   bool pcie = true;  // config is 4096 bytes for PCIe functions, 256 for conventional ones
 };
 
@@ -75,8 +75,8 @@ Status BuildSharedGroupHost(FakeHost& host);
 Status BuildMixedDriverHost(FakeHost& host);
 // A GPU whose numa_node is -1.
 Status BuildNoNumaHost(FakeHost& host);
-// Broken entries beside a good GPU (group 40 at 0000:41:00.0): garbage class, a dangling iommu_group
-// link, an unreadable vendor, a missing class.
+// Broken entries beside a good GPU (group 40 at 0000:41:00.0): garbage class, a dangling
+// iommu_group link, an unreadable vendor, a missing class.
 Status BuildBrokenHost(FakeHost& host);
 // `functions` PCI functions in all, 16 of them GPUs on vfio-pci, for benchmarks.
 Status BuildLargeHost(FakeHost& host, int functions);

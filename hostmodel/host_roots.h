@@ -26,8 +26,12 @@ struct HostRoots {
 
 // ... and the paths a container sees, which are always the real ones: CDI specs and OCI specs carry
 // these, whatever the dev root is.
-inline std::string ContainerGroupPath(int group) { return "/dev/vfio/" + std::to_string(group); }
+inline std::string ContainerGroupPath(int group) {
+  return "/dev/vfio/" + std::to_string(group);
+}
 inline constexpr const char* kContainerVfioPath = "/dev/vfio/vfio";
-inline std::string ContainerCdevPath(const std::string& name) { return "/dev/vfio/devices/" + name; }
+inline std::string ContainerCdevPath(const std::string& name) {
+  return "/dev/vfio/devices/" + name;
+}
 
 }  // namespace vfio_gpu

@@ -47,8 +47,8 @@ Viability CheckViability(const IommuGroup& group) {
     }
     if (!IsViableDriver(m.driver)) {
       std::string what = m.error.empty() ? ClassName(m.class_code) : "unknown class";
-      return {false, prefix + m.bdf + " (" + what + ") is bound to " + m.driver +
-                         "; bind it to vfio-pci (or unbind it) so the whole group can be passed through"};
+      return {false,
+              prefix + m.bdf + " (" + what + ") is bound to " + m.driver + "; bind it to vfio-pci"};
     }
   }
   if (group.members.empty()) return {false, prefix + "it has no devices"};

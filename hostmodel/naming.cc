@@ -1,6 +1,8 @@
 #include "hostmodel/naming.h"
 
+extern "C" {
 #include <pci/pci.h>
+}
 #include <setjmp.h>
 
 #include <cctype>
@@ -48,7 +50,9 @@ constexpr Curated kCurated[] = {
 // Guarded by the mutex below: one lookup at a time.
 jmp_buf g_pci_jump;
 
-[[noreturn]] void PciError(char* /*fmt*/, ...) { longjmp(g_pci_jump, 1); }
+[[noreturn]] void PciError(char* /*fmt*/, ...) {
+  longjmp(g_pci_jump, 1);
+}
 void PciQuiet(char* /*fmt*/, ...) {}
 
 class PciIds {
@@ -98,8 +102,14 @@ class PciIds {
   std::map<uint32_t, std::string> cache_;
 };
 
-bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
-bool IsAlpha(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; }
+constexpr size_t kMaxModelPart = 28;
+
+bool IsAlnum(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0;
+}
+bool IsAlpha(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) != 0;
+}
 
 bool ValidCdiPart(const std::string& s, bool allow_dot_middle) {
   if (s.empty() || !IsAlpha(s.front()) || !IsAlnum(s.back())) return false;
@@ -112,10 +122,14 @@ bool ValidCdiPart(const std::string& s, bool allow_dot_middle) {
 
 std::string VendorDomain(uint16_t vendor) {
   switch (vendor) {
-    case 0x10de: return "nvidia.com";
-    case 0x1002: return "amd.com";
-    case 0x8086: return "intel.com";
-    default: return "vfio-gpu.io";
+    case 0x10de:
+      return "nvidia.com";
+    case 0x1002:
+      return "amd.com";
+    case 0x8086:
+      return "intel.com";
+    default:
+      return "vfio-gpu.io";
   }
 }
 
@@ -136,8 +150,9 @@ std::string ModelResourcePart(uint16_t vendor, uint16_t device) {
     }
   }
   while (!out.empty() && out.back() == '_') out.pop_back();
-  if (out.size() > 40) {
-    out.resize(40);
+  // The whole resource name ("nvidia.com/" + this) stays within 40 characters (seed 000).
+  if (out.size() > kMaxModelPart) {
+    out.resize(kMaxModelPart);
     while (!out.empty() && !IsAlnum(out.back())) out.pop_back();
   }
   if (out.empty() || !IsAlpha(out.front())) return "device-" + Hex(device, 4);
@@ -168,12 +183,13 @@ bool IsValidResourceName(const std::string& name) {
   auto slash = name.find('/');
   if (slash == std::string::npos || slash == 0 || slash > 253) return false;
   std::string domain = name.substr(0, slash), part = name.substr(slash + 1);
-  if (part.empty() || part.size() > 63 || !IsAlnum(part.front()) || !IsAlnum(part.back())) return false;
+  if (part.empty() || part.size() > 63 || !IsAlnum(part.front()) || !IsAlnum(part.back()))
+    return false;
   for (char c : part)
     if (!(IsAlnum(c) || c == '-' || c == '_' || c == '.')) return false;
   for (char c : domain)
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-          c == '-' || c == '.'))
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.'))
       return false;
   return IsAlnum(domain.front()) && IsAlnum(domain.back());
 }

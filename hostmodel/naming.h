@@ -15,8 +15,8 @@ std::string VendorDomain(uint16_t vendor);
 std::string ModelName(uint16_t vendor, uint16_t device);
 
 // Per-model resource name part, e.g. "GA102GL_A10" for 10de:2236; "device-2236" when no name is
-// known. Always a valid CDI class and resource name part: [A-Za-z][A-Za-z0-9_-]*[A-Za-z0-9], at most
-// 40 characters.
+// known. Always a valid CDI class and resource name part: [A-Za-z][A-Za-z0-9_-]*[A-Za-z0-9], at
+// most 28 characters, so the whole resource name stays within 40.
 std::string ModelResourcePart(uint16_t vendor, uint16_t device);
 
 // The resource name (= CDI kind) for a GPU or NVSwitch under `selection`.

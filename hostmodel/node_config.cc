@@ -4,9 +4,12 @@ namespace vfio_gpu {
 
 std::string AllocateStrategyName(AllocateStrategy s) {
   switch (s) {
-    case AllocateStrategy::kCdi: return "cdi";
-    case AllocateStrategy::kCdiAnnotations: return "cdi-annotations";
-    case AllocateStrategy::kDeviceSpecs: return "device-specs";
+    case AllocateStrategy::kCdi:
+      return "cdi";
+    case AllocateStrategy::kCdiAnnotations:
+      return "cdi-annotations";
+    case AllocateStrategy::kDeviceSpecs:
+      return "device-specs";
   }
   return "cdi";
 }

@@ -1,5 +1,5 @@
-// The node's JSON configuration, read by both `vfio-gpu` and `vfio-gpu-plugin` (--config FILE), so an
-// operator writes one file (the DaemonSet's ConfigMap) and both tools see the same host.
+// The node's JSON configuration, read by both `vfio-gpu` and `vfio-gpu-plugin` (--config FILE), so
+// an operator writes one file (the DaemonSet's ConfigMap) and both tools see the same host.
 #pragma once
 
 #include <string>

@@ -12,27 +12,45 @@ bool PciDevice::IsBridge() const {
 
 std::string ClassName(uint32_t class_code) {
   switch (class_code >> 8) {
-    case 0x0300: return "VGA";
-    case 0x0302: return "3D controller";
-    case 0x0380: return "display";
-    case 0x0403: return "audio";
-    case 0x0c03: return "USB";
-    case 0x0c80: return "serial bus";
+    case 0x0300:
+      return "VGA";
+    case 0x0302:
+      return "3D controller";
+    case 0x0380:
+      return "display";
+    case 0x0403:
+      return "audio";
+    case 0x0c03:
+      return "USB";
+    case 0x0c80:
+      return "serial bus";
     case 0x0604:
-    case 0x0609: return "bridge";
-    case 0x0680: return "other bridge";
-    case 0x0200: return "ethernet";
-    case 0x0108: return "NVMe";
-    default: break;
+    case 0x0609:
+      return "bridge";
+    case 0x0680:
+      return "other bridge";
+    case 0x0200:
+      return "ethernet";
+    case 0x0108:
+      return "NVMe";
+    default:
+      break;
   }
   switch (class_code >> 16) {
-    case 0x01: return "storage";
-    case 0x02: return "network";
-    case 0x03: return "display";
-    case 0x04: return "multimedia";
-    case 0x06: return "bridge";
-    case 0x0c: return "serial bus";
-    default: return "class " + Hex(class_code, 6);
+    case 0x01:
+      return "storage";
+    case 0x02:
+      return "network";
+    case 0x03:
+      return "display";
+    case 0x04:
+      return "multimedia";
+    case 0x06:
+      return "bridge";
+    case 0x0c:
+      return "serial bus";
+    default:
+      return "class " + Hex(class_code, 6);
   }
 }
 
@@ -69,21 +87,6 @@ void ReadHexAttr(PciDevice& d, const std::string& dir, const char* name, T& out,
 }
 
 }  // namespace
-
-PciIdentity ReadPciIdentity(const HostRoots& roots, const std::string& bdf) {
-  PciIdentity id;
-  std::string dir = roots.PciDevice(bdf);
-  auto cls = ReadAttr(dir + "/class");
-  auto ven = ReadAttr(dir + "/vendor");
-  if (!cls || !ven) return id;
-  auto c = ParseHex(*cls);
-  auto v = ParseHex(*ven);
-  if (!c || !v || *c > 0xffffff || *v > 0xffff) return id;
-  id.class_code = *c;
-  id.vendor = static_cast<uint16_t>(*v);
-  id.ok = true;
-  return id;
-}
 
 Result<PciDevice> ReadPciDevice(const HostRoots& roots, const std::string& bdf) {
   std::string dir = roots.PciDevice(bdf);

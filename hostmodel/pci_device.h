@@ -24,16 +24,16 @@ struct PciDevice {
   uint16_t device = 0;
   uint16_t subsystem_vendor = 0;
   uint16_t subsystem_device = 0;
-  uint32_t class_code = 0;           // 24-bit, e.g. 0x030200
-  std::string driver;                // basename of the driver link; empty when unbound
-  std::optional<int> numa_node;      // none when sysfs says -1 or has no numa_node
-  std::optional<int> iommu_group;    // none when the link is missing or dangling
-  std::string reset_method;          // e.g. "flr bus"; empty when unknown
-  std::string vfio_cdev;             // "vfio3" when vfio-dev/vfio3/dev exists (a real cdev)
-  std::string root_complex;          // "pci0000:16"
-  std::vector<std::string> upstream; // bridge BDFs from the root port down to our parent
-  bool present = true;               // false when config space reads back 0xffff (fell off the bus)
-  std::string error;                 // non-empty when an attribute was missing or malformed
+  uint32_t class_code = 0;            // 24-bit, e.g. 0x030200
+  std::string driver;                 // basename of the driver link; empty when unbound
+  std::optional<int> numa_node;       // none when sysfs says -1 or has no numa_node
+  std::optional<int> iommu_group;     // none when the link is missing or dangling
+  std::string reset_method;           // e.g. "flr bus"; empty when unknown
+  std::string vfio_cdev;              // "vfio3" when vfio-dev/vfio3/dev exists (a real cdev)
+  std::string root_complex;           // "pci0000:16"
+  std::vector<std::string> upstream;  // bridge BDFs from the root port down to our parent
+  bool present = true;  // false when config space reads back 0xffff (fell off the bus)
+  std::string error;    // non-empty when an attribute was missing or malformed
 
   bool IsBridge() const;  // PCI-to-PCI / CardBus bridges and ports: ignored for viability
 };
@@ -45,13 +45,12 @@ std::string ClassName(uint32_t class_code);
 // the device directory itself does not exist.
 Result<PciDevice> ReadPciDevice(const HostRoots& roots, const std::string& bdf);
 
-// A cheap first look (class and vendor only) so a scan reads everything else only for candidates.
+// Vendor and class only: what a scan looks at before reading everything else of a candidate.
 struct PciIdentity {
   uint16_t vendor = 0;
   uint32_t class_code = 0;
   bool ok = false;
 };
-PciIdentity ReadPciIdentity(const HostRoots& roots, const std::string& bdf);
 
 // Drivers that leave a group usable by VFIO: a vfio driver (vfio-pci or a vendor variant such as
 // nvgrace_gpu_vfio_pci), pci-stub, or none.

@@ -26,7 +26,8 @@ std::string CdevOf(const HostRoots& roots, const std::string& bdf) {
 std::string SkipReason(const PciDevice& d) {
   std::string what = ClassName(d.class_code);
   if (d.driver.empty())
-    return what + " " + d.bdf + " is not bound to vfio-pci (no driver); bind it to vfio-pci to pass it through";
+    return what + " " + d.bdf +
+           " is not bound to vfio-pci (no driver); bind it to vfio-pci to pass it through";
   return what + " " + d.bdf + " is bound to " + d.driver +
          ", not vfio-pci; bind it to vfio-pci to pass it through";
 }
@@ -47,20 +48,35 @@ Result<Snapshot> Scan(const HostRoots& roots, const Selection& selection) {
       snap.problems.push_back({bdf, "not a PCI address; ignored"});
       continue;
     }
-    PciIdentity id = ReadPciIdentity(roots, bdf);
-    if (!id.ok) {
+    // Class first: most functions on a node are not display devices, and one read rules them out.
+    std::string dir = roots.PciDevice(bdf);
+    auto cls_text = ReadAttr(dir + "/class");
+    auto cls = cls_text.ok() ? ParseHex(*cls_text) : std::nullopt;
+    if (!cls || *cls > 0xffffff) {
       auto d = ReadPciDevice(roots, bdf);
-      snap.problems.push_back(
-          {bdf, d.ok() && !d->error.empty() ? d->error : "vendor or class unreadable"});
+      snap.problems.push_back({bdf, d.ok() && !d->error.empty() ? d->error : "class unreadable"});
       continue;
     }
-    if (id.vendor == 0xffff) {
-      snap.problems.push_back(
-          {bdf, "config space reads 0xffff: the device fell off the bus; check its link and power"});
+    bool gpu_class = selection.IsGpuClass(*cls);
+    bool switch_class = (*cls >> 8) == (kClassOtherBridge >> 8);
+    bool lost = *cls == 0xffffff;  // config space of a device that fell off the bus reads all-ones
+    if (!gpu_class && !switch_class && !lost) continue;
+    auto ven_text = ReadAttr(dir + "/vendor");
+    auto ven = ven_text.ok() ? ParseHex(*ven_text) : std::nullopt;
+    if (!ven || *ven > 0xffff) {
+      auto d = ReadPciDevice(roots, bdf);
+      snap.problems.push_back({bdf, d.ok() && !d->error.empty() ? d->error : "vendor unreadable"});
       continue;
     }
-    bool gpu = selection.IsSelectedVendor(id.vendor) && selection.IsGpuClass(id.class_code);
-    bool nvswitch = !gpu && selection.IsSelectedVendor(id.vendor) && IsNvSwitch(id);
+    if (*ven == 0xffff) {
+      snap.problems.push_back(
+          {bdf,
+           "config space reads 0xffff: the device fell off the bus; check its link and power"});
+      continue;
+    }
+    PciIdentity id{static_cast<uint16_t>(*ven), *cls, true};
+    bool gpu = gpu_class && selection.IsSelectedVendor(id.vendor);
+    bool nvswitch = !gpu && switch_class && selection.IsSelectedVendor(id.vendor) && IsNvSwitch(id);
     if (!gpu && !nvswitch) continue;
 
     auto dev = ReadPciDevice(roots, bdf);
@@ -69,16 +85,23 @@ Result<Snapshot> Scan(const HostRoots& roots, const Selection& selection) {
       continue;
     }
     if (!selection.Allows(bdf, dev->vendor, dev->device)) {
-      snap.skipped.push_back({bdf, ClassName(dev->class_code) + " " + bdf + " (" +
-                                       Hex(dev->vendor, 4) + ":" + Hex(dev->device, 4) +
-                                       ") is excluded by the allow/deny lists of the configuration"});
+      snap.skipped.push_back(
+          {bdf, ClassName(dev->class_code) + " " + bdf + " (" + Hex(dev->vendor, 4) + ":" +
+                    Hex(dev->device, 4) +
+                    ") is excluded by the allow/deny lists of the configuration"});
       continue;
     }
     if (!dev->error.empty()) snap.problems.push_back({bdf, dev->error});
     if (!dev->iommu_group) {
+      // A link that exists but leads nowhere is a broken entry (already in problems), not an IOMMU
+      // that is off.
+      bool dangling = ReadLink(roots.PciDevice(bdf) + "/iommu_group").ok();
       snap.skipped.push_back(
           {bdf, ClassName(dev->class_code) + " " + bdf +
-                    " has no IOMMU group; enable the IOMMU (intel_iommu=on or amd_iommu=on) and reboot"});
+                    (dangling ? " has a broken iommu_group link (" + dev->error +
+                                    "); rebind it or reboot"
+                              : " has no IOMMU group; enable the IOMMU (intel_iommu=on or "
+                                "amd_iommu=on) and reboot")});
       continue;
     }
     int g = *dev->iommu_group;
@@ -134,7 +157,10 @@ Result<Snapshot> Scan(const HostRoots& roots, const Selection& selection) {
       u.reason = v.reason;
       for (const auto& m : u.members) {
         if (m.bridge) continue;
-        if (auto c = CdevOf(roots, m.bdf); !c.empty()) u.cdevs.push_back(c);
+        auto known = std::find_if(devs.begin(), devs.end(),
+                                  [&](const PciDevice& d) { return d.bdf == m.bdf; });
+        std::string c = known != devs.end() ? known->vfio_cdev : CdevOf(roots, m.bdf);
+        if (!c.empty()) u.cdevs.push_back(c);
       }
     }
     snap.units.push_back(std::move(u));

@@ -71,22 +71,26 @@ Result<Selection> ReadSelection(StrictObject& config) {
     for (const auto& v : *vendors) {
       auto n = ParseHex(v);
       if (!n || *n > 0xffff || *n == 0) {
-        config.Fail("vendors", "\"" + v + "\" is not a PCI vendor ID; write it as hex, e.g. \"0x10de\"");
+        config.Fail("vendors",
+                    "\"" + v + "\" is not a PCI vendor ID; write it as hex, e.g. \"0x10de\"");
         break;
       }
       s.vendors.push_back(static_cast<uint16_t>(*n));
     }
-    if (s.vendors.empty()) config.Fail("vendors", "must name at least one vendor, e.g. [\"0x10de\"]");
+    if (s.vendors.empty())
+      config.Fail("vendors", "must name at least one vendor, e.g. [\"0x10de\"]");
   }
   if (auto classes = config.Strings("gpu_classes")) {
     for (const auto& c : *classes) {
       if (!ParseClassPrefix(c)) {
-        config.Fail("gpu_classes", "\"" + c +
-                                       "\" is not a class prefix; use 2, 4 or 6 hex digits, e.g. \"0x0302\"");
+        config.Fail(
+            "gpu_classes",
+            "\"" + c + "\" is not a class prefix; use 2, 4 or 6 hex digits, e.g. \"0x0302\"");
         break;
       }
     }
-    if (classes->empty()) config.Fail("gpu_classes", "must name at least one class, e.g. [\"0x0302\"]");
+    if (classes->empty())
+      config.Fail("gpu_classes", "must name at least one class, e.g. [\"0x0302\"]");
     s.gpu_classes = *classes;
   }
   if (auto naming = config.String("resource_naming")) {
@@ -95,7 +99,8 @@ Result<Selection> ReadSelection(StrictObject& config) {
     } else if (*naming == "per-model") {
       s.naming = ResourceNaming::kPerModel;
     } else {
-      config.Fail("resource_naming", "\"" + *naming + "\" is not known; use \"single\" or \"per-model\"");
+      config.Fail("resource_naming",
+                  "\"" + *naming + "\" is not known; use \"single\" or \"per-model\"");
     }
   }
   auto check_resource = [&](const char* key, const std::string& name) {
@@ -104,11 +109,13 @@ Result<Selection> ReadSelection(StrictObject& config) {
     bool ok = slash != std::string::npos && slash > 0 && slash + 1 < name.size() &&
               name.size() - slash - 1 <= 40 && name.find('/', slash + 1) == std::string::npos;
     for (char c : name)
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == '/'))
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ||
+            c == '/'))
         ok = false;
     if (!ok)
       config.Fail(key, "\"" + name +
-                           "\" is not a resource name; use domain/name, e.g. \"nvidia.com/pgpu\" (name at most 40 characters)");
+                           "\" is not a resource name; use domain/name, e.g. \"nvidia.com/pgpu\" "
+                           "(name at most 40 characters)");
   };
   if (auto r = config.String("resource_name")) {
     check_resource("resource_name", *r);
@@ -122,8 +129,10 @@ Result<Selection> ReadSelection(StrictObject& config) {
     if (auto list = config.Strings(key)) {
       for (const auto& p : *list) {
         if (!ValidPattern(p)) {
-          config.Fail(key, "\"" + p +
-                               "\" is neither a PCI address (0000:17:00.0) nor a vendor:device ID (10de:2236)");
+          config.Fail(
+              key,
+              "\"" + p +
+                  "\" is neither a PCI address (0000:17:00.0) nor a vendor:device ID (10de:2236)");
           break;
         }
       }

@@ -6,7 +6,9 @@
 
 namespace vfio_gpu {
 
-std::string Unit::GroupPath() const { return ContainerGroupPath(iommu_group); }
+std::string Unit::GroupPath() const {
+  return ContainerGroupPath(iommu_group);
+}
 
 const Unit* Snapshot::FindUnit(const std::string& id) const {
   auto it = std::lower_bound(units.begin(), units.end(), id,

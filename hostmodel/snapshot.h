@@ -1,6 +1,6 @@
-// The host picture: immutable, plain data, built by one scan. Everything downstream (CLI, CDI specs,
-// the plugin's servers, the shim's hooks) is a function of a Snapshot, so tests build one by hand or
-// from a fake tree.
+// The host picture: immutable, plain data, built by one scan. Everything downstream (CLI, CDI
+// specs, the plugin's servers, the shim's hooks) is a function of a Snapshot, so tests build one by
+// hand or from a fake tree.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +27,13 @@ struct Unit {
   std::vector<std::string> gpus;     // BDFs of the GPUs (or NVSwitches) in the unit, sorted
   uint16_t vendor = 0;
   uint16_t device = 0;
-  std::string model;                 // "GA102GL [A10]", from the curated table or pci.ids
-  bool group_node_present = false;   // /dev/vfio/<group> exists under the dev root
-  std::vector<std::string> cdevs;    // iommufd cdevs ("vfio3") of the members that have one
-  std::string root_complex;          // "pci0000:16"
+  std::string model;                   // "GA102GL [A10]", from the curated table or pci.ids
+  bool group_node_present = false;     // /dev/vfio/<group> exists under the dev root
+  std::vector<std::string> cdevs;      // iommufd cdevs ("vfio3") of the members that have one
+  std::string root_complex;            // "pci0000:16"
   std::vector<std::string> pcie_path;  // upstream bridges of the lowest GPU, root port first
   std::string reset_method;
-  bool present = true;               // false when a GPU's config space reads 0xffff
+  bool present = true;  // false when a GPU's config space reads 0xffff
 
   std::string CdiName() const { return resource + "=" + id; }
   // The group node as a container sees it.
