@@ -61,6 +61,7 @@ bind() {
 
 # viability N: the kernel's VFIO rule for group N. Sets VIABLE=1|0 and BLOCKER to the first member
 # that makes it non-viable, as "BDF (driver)". Bridges and ports (class 0x0604xx) don't count.
+# shellcheck disable=SC2034 # VIABLE and BLOCKER are this function's results
 viability() {
   local bdf
   VIABLE=1 BLOCKER=

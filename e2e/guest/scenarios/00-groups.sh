@@ -22,7 +22,7 @@ for g in /sys/kernel/iommu_groups/*; do
     pci_id "$bdf"
     id=$REPLY
     attr "$SYSPCI/$bdf/class"
-    line+=" $bdf[$id,$REPLY]"
+    line+=" ${bdf}[${id},${REPLY}]"
   done
   info group "${g##*/}:$line"
 done

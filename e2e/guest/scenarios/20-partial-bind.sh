@@ -13,8 +13,11 @@ fi
 driver_of "$MF_AUDIO"
 audio_driver=$REPLY
 [[ $audio_driver == e1000e ]] || fail partial-bind "$MF_AUDIO is on '${audio_driver:-none}', want e1000e"
-[[ -c /dev/vfio/$g ]] && pass partial-group-node "/dev/vfio/$g exists for the partially bound group" ||
+if [[ -c /dev/vfio/$g ]]; then
+  pass partial-group-node "/dev/vfio/$g exists for the partially bound group"
+else
   fail partial-group-node "no /dev/vfio/$g"
+fi
 
 viability "$g"
 if ((VIABLE)); then
