@@ -3,11 +3,30 @@
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/syslog_sink.h>
 
 #include <vector>
 
+#include "common/strings.h"
+
 namespace vfio_gpu {
+namespace {
+
+// %* in a pattern: the message as a JSON string (quoted and escaped), so a message holding quotes,
+// paths or newlines still makes one valid JSON line.
+class JsonMessageFlag : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    std::string q = Quote(std::string_view(msg.payload.data(), msg.payload.size()));
+    dest.append(q.data(), q.data() + q.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonMessageFlag>();
+  }
+};
+
+}  // namespace
 
 Result<LogFormat> ParseLogFormat(const std::string& s) {
   if (s == "text") return LogFormat::kText;
@@ -31,10 +50,10 @@ Status SetupLogging(LogFormat format, const std::string& file, bool syslog) {
   }
   auto logger = std::make_shared<spdlog::logger>("vfio-gpu", sinks.begin(), sinks.end());
   if (format == LogFormat::kJson) {
-    // The message itself is JSON-escaped by the callers that put structured data in it; spdlog's %v
-    // is placed inside a JSON string here, so callers must not log raw double quotes.
-    logger->set_pattern(
-        R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","component":"%n","msg":"%v"})");
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<JsonMessageFlag>('*').set_pattern(
+        R"({"time":"%Y-%m-%dT%H:%M:%S.%e%z","level":"%l","msg":%*})");
+    logger->set_formatter(std::move(formatter));
   } else {
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %L %v");
   }

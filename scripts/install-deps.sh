@@ -14,7 +14,7 @@ packages=(
   # fuzzing (libFuzzer ships with clang's runtime)
   clang libclang-rt-14-dev
   # real peers for the e2e tests: containerd with runc, QEMU, a kernel and busybox for the guest
-  containerd runc qemu-system-x86 busybox-static
+  containerd runc qemu-system-x86 busybox-static linux-image-amd64 cpio kmod
   # the admission webhook: HTTPS server, TLS, and curl/openssl as the real client in its tests
   libcpp-httplib-dev libssl-dev openssl curl
   # scripts and tests
