@@ -273,6 +273,16 @@ TEST(Review, OversizedBodyIsA400) {
   EXPECT_NE(d.body.find("limit"), std::string::npos);
 }
 
+TEST(Review, EveryTruncationOrNestingBombIsA400NotACrash) {
+  std::string full = Fixture("gpu-no-class.json");
+  while (!full.empty() && full.back() == '\n') full.pop_back();
+  for (size_t n = 0; n < full.size(); ++n) {
+    Decision d = Review(Config{}, std::string_view(full).substr(0, n));
+    ASSERT_EQ(d.http_status, 400) << "truncated at " << n;
+  }
+  EXPECT_EQ(Review(Config{}, std::string(100000, '[') + std::string(100000, ']')).http_status, 400);
+}
+
 TEST(Patch, PointerEscapingAndBase64) {
   EXPECT_EQ(JsonPointerEscape("a/b~c"), "a~1b~0c");
   EXPECT_EQ(Base64Encode(""), "");
