@@ -25,5 +25,6 @@ int Scan(Args& args);
 int Cdi(Args& args);
 int Doctor(Args& args);
 int Demo(Args& args);
+int Audit(Args& args);
 
 }  // namespace vfio_gpu::cli

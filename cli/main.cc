@@ -19,6 +19,10 @@ commands:
   doctor [--sysfs-root DIR] [--dev-root DIR] [--config FILE]
         check the node's readiness for GPU passthrough and say what to fix (exit 1 when not ready)
   demo  run on the embedded demo host (seed 003's node: 4x A10) and show what vfio-gpu sees
+  audit --qmp SOCKET [--sandbox ID] [--run-dir DIR] [--json]
+        list a running VM's vfio-pci devices over QMP and check each GPU the ledger gives the
+        sandbox is there exactly once (exit 1 when one is missing, duplicated or unexpected);
+        with only --sandbox, the socket is Kata's /run/vc/vm/<ID>/qmp.sock
 
 Exit codes: 0 ok, 1 problems found, 2 bad usage.
 )";
@@ -41,6 +45,7 @@ int main(int argc, char** argv) {
   if (command == "cdi") return Cdi(args);
   if (command == "doctor") return Doctor(args);
   if (command == "demo") return Demo(args);
+  if (command == "audit") return Audit(args);
   std::fprintf(stderr, "vfio-gpu: unknown command \"%s\"\n\n%s", command.c_str(), kUsage);
   return kExitUsage;
 }
