@@ -81,6 +81,16 @@ TEST(Config, UnreadableFileIsNamed) {
   EXPECT_NE(r.error().message().find("/nonexistent/webhook.json"), std::string::npos);
 }
 
+TEST(Config, TheShippedConfigIsReadAndIsTheDefaults) {
+  auto c = LoadConfig(std::string(WEBHOOK_SOURCE_DIR) + "/deploy/webhook/base/config.json");
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  Config d;
+  EXPECT_EQ(c->resources, d.resources);
+  EXPECT_EQ(c->gpu_runtime_class, d.gpu_runtime_class);
+  EXPECT_EQ(c->allowed_runtime_classes, d.allowed_runtime_classes);
+  EXPECT_EQ(c->annotation_policy, d.annotation_policy);
+}
+
 TEST(WhyClassCannotCarryGpu, NamesTheReasonForKnownRuntimes) {
   Config c;
   EXPECT_NE(WhyClassCannotCarryGpu("runc", c).find("no VM between"), std::string::npos);

@@ -276,6 +276,34 @@ TEST_F(HttpsServer, KubeletStyleSymlinkSwapIsPickedUp) {
   EXPECT_EQ(r.status, 200) << r.err;
 }
 
+TEST_F(HttpsServer, PairFromWebhookSelfsignedShIsServedForTheServiceName) {
+  StopServer();
+  std::string out = *work_ / "selfsigned";
+  testing::Proc script = testing::Run(
+      {std::string(WEBHOOK_SOURCE_DIR) + "/scripts/webhook-selfsigned.sh", "--out", out});
+  ASSERT_EQ(script.exit_code, 0) << script.err;
+  auto tls = TlsReloader::Create(out + "/tls.crt", out + "/tls.key");
+  ASSERT_TRUE(tls.ok()) << tls.error().message();
+  auto server = Server::Create(Config{}, std::move(*tls));
+  ASSERT_TRUE(server.ok());
+  server_ = std::move(*server);
+  port_ = *server_->Bind({"127.0.0.1", 0});
+  thread_ = std::thread([this] { served_ = server_->Serve(); });
+  // The name the API server dials, trusted through the caBundle the script computed.
+  std::string host = "vfio-gpu-webhook.vfio-gpu-system.svc", p = std::to_string(port_);
+  auto patch = Json::ParseFile(out + "/cabundle-patch.json");
+  ASSERT_TRUE(patch.ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(out + "/bundle.pem", Base64Decode(patch->At(0).Get("value").AsString()))
+          .ok());
+  testing::Proc curl =
+      testing::Run({"curl", "-sS", "--max-time", "20", "--cacert", out + "/bundle.pem", "--resolve",
+                    host + ":" + p + ":127.0.0.1", "https://" + host + ":" + p + "/healthz"});
+  EXPECT_EQ(curl.exit_code, 0) << curl.err;
+  EXPECT_EQ(curl.out, "ok\n");
+  EXPECT_FALSE(std::filesystem::exists(out + "/ca.key"));  // nobody can mint more certificates
+}
+
 TEST(TlsReloader, RefusesMissingOrMismatchedFilesNamingThem) {
   ScratchDir d;
   testing::MakeCa(d.path(), "ca");
