@@ -10,6 +10,11 @@
 namespace vfio_gpu::plugin {
 namespace {
 
+ino_t InodeOf(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
 bool SocketExists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
@@ -138,6 +143,7 @@ void Manager::RegisterPending() {
                   e.ever_registered ? " again" : "");
       if (metrics_) metrics_->CountRegistration(r, true, e.ever_registered);
       e.registered = e.ever_registered = true;
+      e.kubelet_inode = InodeOf(kubelet_sock);
       e.failures = 0;
       continue;
     }

@@ -4,6 +4,8 @@
 // failed registrations with exponential backoff forever. Runs on the daemon's loop thread only.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -50,6 +52,8 @@ class Manager {
     bool ever_registered = false;
     int failures = 0;
     Clock::time_point next_attempt{};
+    // The kubelet.sock we registered with: a re-created one (new inode) means a new kubelet.
+    ino_t kubelet_inode = 0;
   };
   void Serve(Entry& e);
   void RegisterPending();
