@@ -25,6 +25,8 @@ int Scan(Args& args);
 int Cdi(Args& args);
 int Doctor(Args& args);
 int Demo(Args& args);
+int Install(Args& args);
+int Uninstall(Args& args);
 int Audit(Args& args);
 
 }  // namespace vfio_gpu::cli

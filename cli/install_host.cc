@@ -1,0 +1,140 @@
+#include "cli/install_host.h"
+
+#include "cli/install_embedded.h"
+#include "cli/install_paths.h"
+#include "common/files.h"
+
+namespace vfio_gpu::cli {
+namespace {
+
+Result<FileChange> Target(const std::string& root, const std::string& host_path) {
+  FileChange c;
+  c.host_path = host_path;
+  c.path = UnderRoot(root, host_path);
+  auto before = ReadIfExists(c.path);
+  if (!before) return before.error();
+  c.before = std::move(*before);
+  return c;
+}
+
+Result<std::string> EmbeddedOrFail(std::string_view name) {
+  std::string_view text = Embedded(name);
+  if (text.empty()) return Error("vfio-gpu was built without runtimeclasses/" + std::string(name));
+  return std::string(text);
+}
+
+}  // namespace
+
+std::string KataCopyHeader(const std::string& name) {
+  return "# Copied by `vfio-gpu install` from ../" + name +
+         " (Kata's own file) and refreshed on every\n"
+         "# install run, so Kata upgrades reach it: do not edit it here. The vfio-gpu runtimes "
+         "load "
+         "this\n"
+         "# copy (their ConfigPath) so that config.d/ beside it applies to them alone; put local "
+         "settings\n"
+         "# in another drop-in there (e.g. config.d/60-local.toml), which install leaves alone.\n";
+}
+
+Result<Plan> PlanInstall(const InstallOptions& o) {
+  Plan plan;
+  auto shim = Target(o.root, kShimBinaryPath);
+  if (!shim) return shim.error();
+  auto binary = ReadFile(o.shim_binary);
+  if (!binary)
+    return Error("cannot read the shim binary to install (" + binary.error().message() +
+                 "); build containerd-shim-vfio-gpu-v2 or pass --shim-binary PATH");
+  shim->after = std::move(*binary);
+  shim->mode = 0755;
+  shim->force_mode = true;
+  shim->binary = true;
+  plan.files.push_back(std::move(*shim));
+
+  auto containerd = PlanContainerdInstall(o.root, o.containerd_version);
+  if (!containerd) return containerd.error();
+  for (auto& c : *containerd) plan.files.push_back(std::move(c));
+
+  for (const char* name : kKataGpuConfigs) {
+    std::string source = std::string(kKataDefaults) + "/" + name;
+    auto text = ReadIfExists(UnderRoot(o.root, source));
+    if (!text) return text.error();
+    auto copy = Target(o.root, std::string(kKataPrivateDir) + "/" + name);
+    if (!copy) return copy.error();
+    if (*text) {
+      copy->after = KataCopyHeader(name) + **text;
+    } else {
+      copy->after = copy->before;  // keep what we copied before, if anything
+      if (std::string(name) == kKataGpuConfig)
+        plan.warnings.push_back(
+            "Kata's GPU configuration is not installed: " + source +
+            " does not exist, so the vfio-gpu runtime cannot start sandboxes; install Kata with "
+            "its NVIDIA GPU configuration (kata-deploy) and run vfio-gpu install again");
+      else
+        copy->note = "not copied: " + source +
+                     " does not exist (only its confidential RuntimeClass needs it)";
+    }
+    if (copy->before || copy->after) plan.files.push_back(std::move(*copy));
+  }
+  auto kata = Target(o.root, kKataDropIn);
+  auto kata_text = EmbeddedOrFail("kata/config.d/50-vfio-gpu.toml");
+  if (!kata) return kata.error();
+  if (!kata_text) return kata_text.error();
+  kata->after = std::move(*kata_text);
+  plan.files.push_back(std::move(*kata));
+
+  if (IsDir(UnderRoot(o.root, kCrioDir))) {
+    auto crio = Target(o.root, kCrioDropIn);
+    auto crio_text = EmbeddedOrFail("crio/50-vfio-gpu.conf");
+    if (!crio) return crio.error();
+    if (!crio_text) return crio_text.error();
+    crio->after = std::move(*crio_text);
+    crio->restart = Restart::kCrio;
+    plan.files.push_back(std::move(*crio));
+  }
+
+  auto shim_json = Target(o.root, kShimConfig);
+  auto shim_text = EmbeddedOrFail("shim/shim.json");
+  if (!shim_json) return shim_json.error();
+  if (!shim_text) return shim_text.error();
+  if (shim_json->before) {  // the operator's from now on: install only ever creates it
+    shim_json->after = shim_json->before;
+    if (*shim_json->before != *shim_text) shim_json->note = "kept: edited by the operator";
+  } else {
+    shim_json->after = std::move(*shim_text);
+  }
+  plan.files.push_back(std::move(*shim_json));
+  return plan;
+}
+
+Result<Plan> PlanUninstall(const std::string& root) {
+  Plan plan;
+  auto add_removal = [&](const std::string& host_path) -> Status {
+    auto c = Target(root, host_path);
+    if (!c) return c.error();
+    if (c->before) plan.files.push_back(std::move(*c));
+    return Status::Ok();
+  };
+  if (auto s = add_removal(kShimBinaryPath); !s) return s.error();
+  auto containerd = PlanContainerdUninstall(root);
+  if (!containerd) return containerd.error();
+  for (auto& c : *containerd)
+    if (c.before) plan.files.push_back(std::move(c));
+  for (const char* name : kKataGpuConfigs)
+    if (auto s = add_removal(std::string(kKataPrivateDir) + "/" + name); !s) return s.error();
+  if (auto s = add_removal(kKataDropIn); !s) return s.error();
+  if (auto s = add_removal(kCrioDropIn); !s) return s.error();
+
+  auto shim_json = Target(root, kShimConfig);
+  if (!shim_json) return shim_json.error();
+  if (shim_json->before) {
+    if (*shim_json->before != Embedded("shim/shim.json")) {
+      shim_json->after = shim_json->before;
+      shim_json->note = "kept: edited by the operator; remove it yourself when no longer wanted";
+    }
+    plan.files.push_back(std::move(*shim_json));
+  }
+  plan.remove_dirs = {kKataPrivateDropInDir, kKataPrivateDir, kShimConfigDir};
+  return plan;
+}
+
+}  // namespace vfio_gpu::cli
