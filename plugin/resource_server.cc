@@ -74,6 +74,8 @@ Status ResourceServer::Start() {
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
+  // Pollers wake up when this expires even with nothing to do: idle must mean asleep.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC, 3600 * 1000);
   server_ = builder.BuildAndStart();
   if (!server_ || port == 0) {
     server_.reset();
