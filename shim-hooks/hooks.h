@@ -1,0 +1,185 @@
+// The shim's hooks: pure functions of (parsed spec, host facts, ledger state, pod allocation, Kata
+// configuration) -> decisions and spec edits. Reading and writing files happens in the shell
+// (wrapper.cc, host_facts.cc, ledger.cc); every hook here is unit-tested alone.
+//
+// Order of the pipeline: Collect -> GuardAnnotations -> PlanColdPlug -> Validate -> Authorize ->
+// Deduplicate -> CheckRuntime. A refusal stops the pipeline; the shell prints its message.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cdi/registry.h"
+#include "common/result.h"
+#include "hostmodel/iommu_group.h"
+#include "hostmodel/snapshot.h"
+#include "shim-hooks/oci_spec.h"
+#include "shim-hooks/shim_config.h"
+
+namespace vfio_gpu {
+
+// ---- what the hooks know about the host (gathered by host_facts.cc) ----
+struct DevNum {
+  int64_t major = 0, minor = 0;
+  bool operator==(const DevNum&) const = default;
+};
+
+struct GroupFacts {
+  bool exists = false;
+  IommuGroup group;
+  Viability viability;
+  std::optional<DevNum> node;  // <dev_root>/vfio/<N> when it is a char device
+  bool node_present = false;
+};
+
+struct HostFacts {
+  Snapshot snapshot;
+  std::map<int, GroupFacts> groups;          // every group referenced or allocated
+  std::map<std::string, std::string> cdevs;  // "vfio3" -> BDF (via /sys/dev/char or sysfs)
+  std::map<std::string, int> bdf_groups;     // BDF -> IOMMU group, for cdev BDFs
+};
+
+// ---- what a hook decided ----
+struct Decision {
+  std::string hook;    // collect, guard, cold-plug, validate, authorize, dedup, runtime
+  std::string action;  // kept, removed, refused, switched, added, stripped, warned, claimed
+  std::vector<std::string> bdfs;
+  int group = -1;
+  std::string unit;
+  std::string reason;
+  bool security = false;  // a tenant reached for something not theirs
+};
+
+struct Refusal {
+  std::string message;  // one line: what is wrong and what to do
+  ErrorKind kind = ErrorKind::kInvalid;
+  // Permanent device faults: unit ID -> reason, written to <run_dir>/quarantine/<unit ID>.
+  std::map<std::string, std::string> quarantine;
+};
+
+struct HookResult {
+  std::vector<Decision> decisions;
+  std::optional<Refusal> refusal;
+};
+
+// ---- Collect ----
+enum class RefSource { kGroupNode, kCdev, kCdiAnnotation, kColdPlug };
+std::string RefSourceName(RefSource s);
+
+// One way a spec names a VFIO device.
+struct VfioRef {
+  RefSource source = RefSource::kGroupNode;
+  std::string what;                    // the device path, or "cdi.k8s.io/x=nvidia.com/pgpu=0"
+  std::optional<size_t> device_index;  // linux.devices index for devices
+  std::string annotation_key;          // for CDI annotations
+  std::string cdi_name;                // for CDI annotations
+  int group = -1;                      // -1: unresolved
+  std::vector<std::string> bdfs;       // endpoint members of the group (bridges excluded)
+  std::string unit_id;                 // the governed unit, empty when none
+  std::string error;                   // why it could not be resolved
+};
+
+struct CollectResult {
+  std::vector<VfioRef> refs;
+  std::vector<Decision> decisions;
+};
+
+// Which linux.devices paths are VFIO nodes: /dev/vfio/<N>, /dev/vfio/devices/vfioX, and the same
+// under a dev root other than /dev. Returns the group number / cdev name.
+std::optional<int> GroupOfDevicePath(const std::string& path, const HostRoots& roots);
+std::optional<std::string> CdevOfDevicePath(const std::string& path, const HostRoots& roots);
+// The cdi.k8s.io/* annotation values naming governed kinds, "key" -> names.
+std::vector<std::pair<std::string, std::string>> CdiAnnotationNames(const OciSpec& spec,
+                                                                    const ShimConfig& cfg);
+
+CollectResult Collect(const OciSpec& spec, const HostFacts& host, const CdiRegistry& cdi,
+                      const ShimConfig& cfg);
+
+// ---- Guard annotations ----
+inline constexpr const char* kKataHypervisorPrefix = "io.katacontainers.config.hypervisor.";
+inline constexpr const char* kKataConfigPathAnnotation = "io.katacontainers.config_path";
+// Strips (or refuses) tenant io.katacontainers.config.hypervisor.* annotations outside the
+// allowlist, and io.katacontainers.config_path (only the runtime hook may choose a config).
+HookResult GuardAnnotations(OciSpec& spec, const ShimConfig& cfg);
+bool AllowlistMatches(const std::vector<std::string>& allowlist, const std::string& name);
+
+// ---- Pod allocation (from the kubelet's pod resources API) ----
+struct PodAllocation {
+  bool found = false;           // the kubelet knows the pod
+  std::string method;           // "Get" or "List"
+  std::set<std::string> units;  // device IDs (= unit IDs) of governed resources
+  std::map<std::string, std::set<std::string>> by_resource;
+};
+
+// ---- Cold-plug planning (Kata < 3.24) ----
+// Adds the pod's allocated GPU groups to a sandbox spec (linux.devices) so Kata cold-plugs them,
+// and the matching refs so later hooks validate and claim them.
+HookResult PlanColdPlug(OciSpec& spec, std::vector<VfioRef>& refs,
+                        const std::optional<PodAllocation>& allocation, const HostFacts& host,
+                        const ShimConfig& cfg);
+
+// ---- Validate ----
+HookResult Validate(const std::vector<VfioRef>& refs, const HostFacts& host, const ShimConfig& cfg);
+
+// ---- Authorize ----
+// `allocation` is nullopt when it wasn't asked for (mode off, or not Kubernetes); the shell turns
+// pod-resources errors into transient refusals before calling this.
+HookResult Authorize(const std::vector<VfioRef>& refs, const SpecIdentity& id,
+                     const std::optional<PodAllocation>& allocation, const ShimConfig& cfg);
+
+// ---- Deduplicate ----
+struct ClaimView {
+  std::string sandbox_id;
+  std::string bundle;
+  int64_t pid = 0;
+  int group = -1;
+  std::optional<DevNum> node;
+  bool stale = false;  // its sandbox is gone (the shell checked bundle and process)
+};
+using LedgerView = std::map<std::string, ClaimView>;  // BDF -> claim
+
+struct PlannedClaim {
+  std::string bdf;
+  std::string unit;
+  int group = -1;
+  std::optional<DevNum> node;
+  bool reclaim = false;  // replaces a stale claim
+};
+
+struct DedupResult {
+  HookResult result;
+  std::vector<PlannedClaim> claims;  // BDFs this sandbox must claim in the ledger
+};
+
+// One entry per BDF within the spec (group node preferred; a cdev collapses into the group node;
+// a CDI annotation naming a device already present is dropped), and across the node: a BDF claimed
+// by another live sandbox is refused, one claimed by this sandbox keeps the claim's major:minor.
+DedupResult Deduplicate(OciSpec& spec, std::vector<VfioRef>& refs, const HostFacts& host,
+                        const LedgerView& ledger, const ShimConfig& cfg);
+
+// ---- Runtime ----
+struct KataConfigView {
+  std::string path;            // the effective configuration file
+  std::string error;           // could not be read
+  std::string hypervisor;      // "qemu", "clh", "fc", "dragonball", "" when none found
+  std::string cold_plug_vfio;  // as configured (drop-ins applied), "" when unset
+  std::string hot_plug_vfio;
+  bool GpuCapable() const;
+  std::string Describe() const;
+};
+
+struct RuntimeResult {
+  HookResult result;
+  std::optional<std::string> switch_to;  // config path written to io.katacontainers.config_path
+};
+
+// A sandbox (or plain run) with GPUs must head for a QEMU configuration with VFIO ports.
+// `target` is the configuration runtime_switch_config names, when set and readable.
+RuntimeResult CheckRuntime(const SpecIdentity& id, bool has_gpus, const KataConfigView& kata,
+                           const std::optional<KataConfigView>& target, const ShimConfig& cfg);
+void ApplyRuntimeSwitch(OciSpec& spec, const std::string& config_path);
+
+}  // namespace vfio_gpu

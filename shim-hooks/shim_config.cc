@@ -1,0 +1,132 @@
+#include "shim-hooks/shim_config.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/files.h"
+#include "common/json.h"
+
+namespace vfio_gpu {
+
+const std::vector<std::string> kShimConfigKeys = {"downstream_shim",
+                                                  "sysfs_root",
+                                                  "dev_root",
+                                                  "run_dir",
+                                                  "pod_resources_socket",
+                                                  "resources",
+                                                  "authorize",
+                                                  "gpu_runtime_class",
+                                                  "kata_config_path",
+                                                  "runtime_switch_config",
+                                                  "annotation_policy",
+                                                  "kata_annotation_allowlist",
+                                                  "kata_pod_resources",
+                                                  "cdi_dirs",
+                                                  "pod_resources_timeout_ms",
+                                                  "pod_resources_client",
+                                                  "syslog"};
+
+bool ShimConfig::Governs(const std::string& resource) const {
+  return std::find(resources.begin(), resources.end(), resource) != resources.end();
+}
+
+std::string AuthorizeModeName(AuthorizeMode m) {
+  switch (m) {
+    case AuthorizeMode::kEnforce:
+      return "enforce";
+    case AuthorizeMode::kWarn:
+      return "warn";
+    case AuthorizeMode::kOff:
+      return "off";
+  }
+  return "?";
+}
+
+namespace {
+
+void NonEmpty(StrictObject& o, std::string_view key, std::string& out, bool absolute = false) {
+  auto v = o.String(key);
+  if (!v) return;
+  if (v->empty()) return o.Fail(key, "must not be empty; remove the key for the default");
+  if (absolute && v->front() != '/')
+    return o.Fail(key, "must be an absolute path, got \"" + *v + "\"");
+  out = *v;
+}
+
+}  // namespace
+
+Result<ShimConfig> ShimConfigFromJson(const std::string& text, const std::string& source) {
+  auto parsed = Json::Parse(text, source);
+  if (!parsed) return parsed.error();
+  if (!parsed->is_object()) return Error(source + ": expected a JSON object");
+  ShimConfig c;
+  StrictObject o(*parsed, source);
+  NonEmpty(o, "downstream_shim", c.downstream_shim);
+  NonEmpty(o, "sysfs_root", c.roots.sysfs, true);
+  NonEmpty(o, "dev_root", c.roots.dev, true);
+  NonEmpty(o, "run_dir", c.run_dir, true);
+  NonEmpty(o, "pod_resources_socket", c.pod_resources_socket, true);
+  if (auto r = o.Strings("resources")) {
+    for (const auto& name : *r) {
+      auto slash = name.find('/');
+      if (slash == std::string::npos || slash == 0 || slash + 1 == name.size() ||
+          name.find('=') != std::string::npos) {
+        o.Fail("resources", "\"" + name + "\" is not a resource name like nvidia.com/pgpu");
+      }
+    }
+    if (r->empty()) o.Fail("resources", "must list at least one resource name");
+    c.resources = *r;
+  }
+  if (auto a = o.String("authorize")) {
+    if (*a == "enforce")
+      c.authorize = AuthorizeMode::kEnforce;
+    else if (*a == "warn")
+      c.authorize = AuthorizeMode::kWarn;
+    else if (*a == "off")
+      c.authorize = AuthorizeMode::kOff;
+    else
+      o.Fail("authorize", "\"" + *a + "\" is not one of enforce, warn, off");
+  }
+  NonEmpty(o, "gpu_runtime_class", c.gpu_runtime_class);
+  if (auto p = o.String("kata_config_path")) c.kata_config_path = *p;
+  if (auto p = o.String("runtime_switch_config")) c.runtime_switch_config = *p;
+  if (auto a = o.String("annotation_policy")) {
+    if (*a == "strip")
+      c.annotation_policy = AnnotationPolicy::kStrip;
+    else if (*a == "deny")
+      c.annotation_policy = AnnotationPolicy::kDeny;
+    else
+      o.Fail("annotation_policy", "\"" + *a + "\" is not one of strip, deny");
+  }
+  if (auto l = o.Strings("kata_annotation_allowlist")) c.kata_annotation_allowlist = *l;
+  if (auto b = o.Bool("kata_pod_resources")) c.kata_pod_resources = *b;
+  if (auto d = o.Strings("cdi_dirs")) c.cdi_dirs = *d;
+  if (auto t = o.Int("pod_resources_timeout_ms")) {
+    if (*t < 10 || *t > 60000)
+      o.Fail("pod_resources_timeout_ms", "must be between 10 and 60000");
+    else
+      c.pod_resources_timeout_ms = static_cast<int>(*t);
+  }
+  if (auto p = o.String("pod_resources_client")) c.pod_resources_client = *p;
+  if (auto b = o.Bool("syslog")) c.syslog = *b;
+  if (auto s = o.Finish(); !s) return s.error();
+  return c;
+}
+
+Result<ShimConfig> ReadShimConfig(const std::string& path, bool must_exist) {
+  auto text = ReadFile(path);
+  if (!text) {
+    if (!must_exist && !PathExists(path)) return ShimConfig{};
+    return text.error().Wrap("cannot read the vfio-gpu shim config");
+  }
+  return ShimConfigFromJson(*text, "shim config " + path);
+}
+
+Result<ShimConfig> LoadShimConfig() {
+  const char* env = std::getenv(kShimConfigEnv);
+  if (env && *env) return ReadShimConfig(env, true);
+  return ReadShimConfig(kDefaultShimConfig, false);
+}
+
+}  // namespace vfio_gpu

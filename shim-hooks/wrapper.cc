@@ -1,0 +1,448 @@
+#include "shim-hooks/wrapper.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+
+#include "cdi/registry.h"
+#include "common/files.h"
+#include "common/json.h"
+#include "common/strings.h"
+#include "hostmodel/scanner.h"
+#include "shim-hooks/host_facts.h"
+#include "shim-hooks/kata_config.h"
+#include "shim-hooks/ledger.h"
+#include "shim-hooks/pod_allocation.h"
+#include "shim-hooks/runtime_options.h"
+
+namespace vfio_gpu {
+
+ShimArgs ParseShimArgs(const std::vector<std::string>& argv) {
+  ShimArgs a;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (arg.size() > 1 && arg[0] == '-') {
+      std::string flag = arg.substr(arg[1] == '-' ? 2 : 1);
+      std::string value;
+      bool has_value = false;
+      if (auto eq = flag.find('='); eq != std::string::npos) {
+        value = flag.substr(eq + 1);
+        flag = flag.substr(0, eq);
+        has_value = true;
+      }
+      if (flag == "debug" || flag == "v" || flag == "info") {
+        a.debug = a.debug || flag == "debug";
+        continue;
+      }
+      if (!has_value && i + 1 < argv.size()) value = argv[++i];
+      if (flag == "id")
+        a.id = value;
+      else if (flag == "namespace")
+        a.ns = value;
+      else if (flag == "bundle")
+        a.bundle = value;
+      continue;
+    }
+    if (a.command.empty()) a.command = arg;
+  }
+  return a;
+}
+
+// ---- the decision log ----
+
+DecisionLog::DecisionLog(const ShimConfig& cfg, const ShimArgs& args) : cfg_(cfg), args_(args) {}
+
+void DecisionLog::SetIdentity(const SpecIdentity& id) {
+  id_ = id;
+  has_id_ = true;
+}
+
+namespace {
+
+std::string Now() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm t{};
+  gmtime_r(&ts.tv_sec, &t);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", t.tm_year + 1900,
+                t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
+  return buf;
+}
+
+}  // namespace
+
+void DecisionLog::Write(const std::string& line, bool warn) {
+  (void)MakeDirs(cfg_.run_dir, 0755);
+  int fd = ::open(cfg_.LogPath().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (fd >= 0) {
+    std::string l = line + "\n";
+    (void)!::write(fd, l.data(), l.size());  // one write: lines of concurrent shims don't mix
+    ::close(fd);
+  }
+  if (cfg_.syslog) {
+    openlog("containerd-shim-vfio-gpu-v2", LOG_PID, LOG_DAEMON);
+    ::syslog(warn ? LOG_WARNING : LOG_INFO, "%s", line.c_str());
+    closelog();
+  }
+}
+
+void DecisionLog::Event(const std::string& level, const std::string& event,
+                        const std::string& message) {
+  Json o = Json::Object();
+  o.Set("time", Json::String(Now()));
+  o.Set("level", Json::String(level));
+  o.Set("event", Json::String(event));
+  o.Set("command", Json::String(args_.command));
+  o.Set("id", Json::String(args_.id));
+  if (has_id_) {
+    o.Set("sandbox", Json::String(id_.sandbox_id));
+    o.Set("pod", Json::String(id_.Pod()));
+    o.Set("role", Json::String(SpecRoleName(id_.role)));
+  }
+  o.Set("msg", Json::String(message));
+  Write(o.Dump(), level != "info");
+}
+
+void DecisionLog::Decide(const Decision& d) {
+  Json o = Json::Object();
+  o.Set("time", Json::String(Now()));
+  bool bad = d.action == "refused" || d.security;
+  o.Set("level", Json::String(bad ? "warning" : "info"));
+  o.Set("event", Json::String(d.security ? "security" : "decision"));
+  o.Set("command", Json::String(args_.command));
+  o.Set("id", Json::String(args_.id));
+  o.Set("sandbox", Json::String(has_id_ ? id_.sandbox_id : args_.id));
+  o.Set("pod", Json::String(has_id_ ? id_.Pod() : ""));
+  o.Set("role", Json::String(has_id_ ? SpecRoleName(id_.role) : ""));
+  o.Set("hook", Json::String(d.hook));
+  o.Set("action", Json::String(d.action));
+  Json bdfs = Json::Array();
+  for (const auto& b : d.bdfs) bdfs.Append(Json::String(b));
+  o.Set("bdfs", std::move(bdfs));
+  o.Set("group", d.group >= 0 ? Json::Int(d.group) : Json::Null());
+  o.Set("unit", Json::String(d.unit));
+  o.Set("reason", Json::String(d.reason));
+  Write(o.Dump(), bad);
+}
+
+// ---- start ----
+
+namespace {
+
+StartOutcome Refuse(DecisionLog& log, const Refusal& r, const ShimConfig& cfg) {
+  for (const auto& [unit, reason] : r.quarantine) {
+    std::string path = JoinPath(cfg.QuarantineDir(), unit);
+    auto s = MakeDirs(cfg.QuarantineDir(), 0755);
+    if (s) s = WriteFileAtomic(path, reason + "\n", 0644);
+    log.Event(s ? "warning" : "error", "quarantine",
+              s ? "GPU " + unit + " quarantined: " + reason
+                : "cannot quarantine GPU " + unit + ": " + s.error().message());
+  }
+  StartOutcome o;
+  o.refused = true;
+  o.kind = r.kind;
+  o.message = r.message;
+  if (r.kind == ErrorKind::kTransient && o.message.find("transient") == std::string::npos)
+    o.message += " (transient: the kubelet retries)";
+  log.Event("warning", "refused", o.message);
+  return o;
+}
+
+StartOutcome RefuseError(DecisionLog& log, const Error& e, const ShimConfig& cfg) {
+  std::string m = e.message();
+  if (!StartsWith(m, "vfio-gpu:")) m = "vfio-gpu: " + m;
+  return Refuse(log, Refusal{m, e.kind(), {}}, cfg);
+}
+
+bool Apply(DecisionLog& log, const HookResult& r) {
+  for (const auto& d : r.decisions) log.Decide(d);
+  return !r.refusal.has_value();
+}
+
+// The sandbox's bundle for a container spec: containerd keeps bundles of one namespace side by
+// side (<state>/io.containerd.runtime.v2.task/<ns>/<id>).
+std::string SandboxBundle(const SpecIdentity& id, const std::string& bundle) {
+  if (id.role != SpecRole::kContainer) return bundle;
+  std::string sibling = JoinPath(Dirname(bundle), id.sandbox_id);
+  return IsDir(sibling) ? sibling : bundle;
+}
+
+}  // namespace
+
+StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::string& bundle,
+                      const std::function<const std::string&()>& read_stdin, DecisionLog& log) {
+  std::string spec_path = JoinPath(bundle, "config.json");
+  auto text = ReadFile(spec_path);
+  if (!text) return RefuseError(log, text.error().Wrap("cannot read the OCI spec"), cfg);
+  auto parsed = ReadOciSpec(*text, spec_path, args.id);
+  if (!parsed) return RefuseError(log, parsed.error(), cfg);
+  OciSpec spec = std::move(*parsed);
+  log.SetIdentity(spec.identity);
+
+  // Cheap exits first: most containers have no VFIO device and no CDI name of ours.
+  bool has_vfio = false;
+  for (const auto& d : spec.devices)
+    if (GroupOfDevicePath(d.path, cfg.roots) || CdevOfDevicePath(d.path, cfg.roots))
+      has_vfio = true;
+  auto cdi_names = CdiAnnotationNames(spec, cfg);
+  bool k8s_sandbox = spec.identity.role == SpecRole::kSandbox && spec.identity.InKubernetes();
+
+  HookResult guard = GuardAnnotations(spec, cfg);
+  if (!Apply(log, guard)) return Refuse(log, *guard.refusal, cfg);
+
+  std::optional<PodAllocation> allocation;
+  bool want_allocation =
+      spec.identity.InKubernetes() &&
+      (k8s_sandbox || ((has_vfio || !cdi_names.empty()) && cfg.authorize != AuthorizeMode::kOff));
+  if (want_allocation) {
+    auto a = QueryPodAllocation(cfg, spec.identity.pod_namespace, spec.identity.pod_name);
+    if (!a) {
+      if (cfg.authorize == AuthorizeMode::kEnforce || has_vfio || !cdi_names.empty() ||
+          a.error().kind() != ErrorKind::kTransient)
+        return RefuseError(
+            log, a.error().Wrap("cannot learn the GPUs allocated to pod " + spec.identity.Pod()),
+            cfg);
+    } else {
+      allocation = std::move(*a);
+      log.Event("info", "allocation",
+                "pod " + spec.identity.Pod() + " (" + allocation->method + "): " +
+                    (allocation->found ? std::to_string(allocation->units.size()) + " GPU unit(s)"
+                                       : "not known to the kubelet"));
+    }
+  }
+  bool allocated = allocation && !allocation->units.empty();
+
+  std::vector<VfioRef> refs;
+  std::optional<HostFacts> host;
+  if (has_vfio || !cdi_names.empty() || allocated) {
+    auto snap = Scan(cfg.roots, ShimSelection());
+    if (!snap) return RefuseError(log, snap.error().Wrap("cannot scan the host's GPUs"), cfg);
+    CdiRegistry cdi =
+        cdi_names.empty() ? CdiRegistry() : CdiRegistry::Load(cfg.cdi_dirs, cfg.resources);
+    std::set<int> extra;
+    for (const auto& [key, name] : cdi_names)
+      if (const CdiDeviceEntry* e = cdi.Find(name))
+        for (const auto& p : e->device_paths)
+          if (auto g = VfioGroupOfPath(p)) extra.insert(*g);
+    if (allocation)
+      for (const auto& id : allocation->units)
+        if (const Unit* u = snap->FindUnit(id)) extra.insert(u->iommu_group);
+    host = GatherHostFacts(cfg.roots, std::move(*snap), spec, extra);
+
+    CollectResult collected = Collect(spec, *host, cdi, cfg);
+    for (const auto& d : collected.decisions) log.Decide(d);
+    refs = std::move(collected.refs);
+
+    HookResult plan = PlanColdPlug(spec, refs, allocation, *host, cfg);
+    if (!Apply(log, plan)) return Refuse(log, *plan.refusal, cfg);
+    HookResult valid = Validate(refs, *host, cfg);
+    if (!Apply(log, valid)) return Refuse(log, *valid.refusal, cfg);
+    HookResult auth = Authorize(refs, spec.identity, allocation, cfg);
+    if (!Apply(log, auth)) return Refuse(log, *auth.refusal, cfg);
+  }
+
+  Ledger ledger(cfg.LedgerDir());
+  std::vector<PlannedClaim> planned;
+  if (host && !refs.empty()) {
+    auto view = ledger.Load();
+    if (!view) return RefuseError(log, view.error(), cfg);
+    DedupResult dd = Deduplicate(spec, refs, *host, *view, cfg);
+    if (!Apply(log, dd.result)) return Refuse(log, *dd.result.refusal, cfg);
+    planned = std::move(dd.claims);
+  }
+
+  bool has_gpus = !refs.empty() || allocated;
+  if (has_gpus && spec.identity.role != SpecRole::kContainer) {
+    auto opts = DecodeRuntimeOptions(read_stdin());
+    std::string from_opts = opts ? opts->config_path : "";
+    std::string chosen = !from_opts.empty() ? from_opts : cfg.kata_config_path;
+    const char* env = std::getenv("KATA_CONF_FILE");
+    KataConfigView kata;
+    if (chosen.empty() && opts && !opts->config_body.empty()) {
+      auto doc = ParseMiniToml(opts->config_body, "runtime options ConfigBody");
+      if (doc)
+        kata = KataViewFromDocs("runtime options ConfigBody", {*doc});
+      else
+        kata.error = doc.error().message();
+      kata.path = "runtime options ConfigBody";
+    } else {
+      kata = ReadKataConfig(EffectiveKataConfigPath(chosen, env ? env : ""));
+    }
+    std::optional<KataConfigView> target;
+    if (!cfg.runtime_switch_config.empty()) target = ReadKataConfig(cfg.runtime_switch_config);
+    RuntimeResult rt = CheckRuntime(spec.identity, has_gpus, kata, target, cfg);
+    if (!Apply(log, rt.result)) return Refuse(log, *rt.result.refusal, cfg);
+    if (rt.switch_to) ApplyRuntimeSwitch(spec, *rt.switch_to);
+  }
+
+  StartOutcome out;
+  if (!planned.empty()) {
+    std::vector<ClaimRecord> records;
+    int64_t pid = ::getpid();
+    int64_t start = ProcessStartTicks(pid);
+    for (const auto& p : planned) {
+      ClaimRecord c;
+      c.bdf = p.bdf;
+      c.sandbox_id = spec.identity.sandbox_id;
+      c.unit = p.unit;
+      c.group = p.group;
+      c.node = p.node;
+      c.bundle = SandboxBundle(spec.identity, bundle);
+      c.pid = pid;
+      c.pid_start = start;
+      c.time = ::time(nullptr);
+      records.push_back(std::move(c));
+    }
+    if (auto s = ledger.ClaimAll(records); !s) return RefuseError(log, s.error(), cfg);
+    for (const auto& r : records) out.claimed.push_back(r.bdf);
+  }
+
+  if (spec.dirty) {
+    struct stat st {};
+    mode_t mode = ::stat(spec_path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
+    if (auto s = WriteFileAtomic(spec_path, spec.Dump(), mode); !s) {
+      (void)ledger.Release(spec.identity.sandbox_id);
+      return RefuseError(log, s.error().Wrap("cannot write the OCI spec back"), cfg);
+    }
+    log.Event("info", "spec", "rewrote " + spec_path);
+  }
+  return out;
+}
+
+void RunDelete(const ShimConfig& cfg, const ShimArgs& args, const std::string& bundle,
+               DecisionLog& log) {
+  (void)bundle;
+  // Claims are keyed by sandbox ID, so deleting a container releases nothing and deleting a
+  // sandbox (or a plain `ctr` run) releases its GPUs, whatever its config.json says.
+  Ledger ledger(cfg.LedgerDir());
+  if (!IsDir(ledger.dir()) || args.id.empty()) return;
+  auto released = ledger.Release(args.id);
+  if (!released) {
+    log.Event("error", "release",
+              "cannot release GPUs of " + args.id + ": " + released.error().message());
+    return;
+  }
+  for (const auto& bdf : *released)
+    log.Decide({"ledger", "released", {bdf}, -1, "", "sandbox " + args.id + " deleted", false});
+}
+
+// ---- main ----
+
+namespace {
+
+// Puts `bytes` back on fd 0 for the downstream shim: a pipe like containerd's when it fits,
+// a memfd otherwise.
+bool RestoreStdin(const std::string& bytes) {
+  if (bytes.size() <= 65536) {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) return false;
+    size_t off = 0;
+    while (off < bytes.size()) {
+      ssize_t n = ::write(p[1], bytes.data() + off, bytes.size() - off);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    ::close(p[1]);
+    bool ok = ::dup2(p[0], 0) == 0;
+    ::close(p[0]);
+    return ok;
+  }
+  int fd = ::memfd_create("shim-stdin", MFD_CLOEXEC);
+  if (fd < 0) return false;
+  if (::write(fd, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) return false;
+  ::lseek(fd, 0, SEEK_SET);
+  bool ok = ::dup2(fd, 0) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::string ResolveOnPath(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  for (const auto& dir : Split(path ? path : "/usr/local/bin:/usr/bin:/bin", ':')) {
+    std::string candidate = JoinPath(dir.empty() ? "." : dir, name);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+int Fail(const std::string& line) {
+  std::string l = line + "\n";
+  (void)!::write(1, l.data(), l.size());
+  return 1;
+}
+
+}  // namespace
+
+int ShimMain(int argc, char** argv) {
+  std::vector<std::string> av(argv, argv + argc);
+  ShimArgs args = ParseShimArgs(av);
+  bool start = args.command == "start";
+  bool del = args.command == "delete";
+
+  auto cfg = LoadShimConfig();
+  std::string downstream = ResolveOnPath(cfg ? cfg->downstream_shim : "containerd-shim-kata-v2");
+  if (!cfg && start) return Fail("vfio-gpu: " + cfg.error().message());
+  if (downstream.empty())
+    return Fail("vfio-gpu: downstream shim \"" + (cfg ? cfg->downstream_shim : "") +
+                "\" is not on PATH; set downstream_shim in the shim config to its full path");
+  auto self = RealPath("/proc/self/exe");
+  auto target = RealPath(downstream);
+  if (self && target && *self == *target)
+    return Fail("vfio-gpu: downstream_shim " + downstream +
+                " is this shim itself; point it at "
+                "Kata's containerd-shim-kata-v2");
+
+  std::string stdin_bytes;
+  bool stdin_read = false;
+  if (cfg && (start || del)) {
+    char cwd[4096];
+    std::string bundle = args.bundle;
+    if (bundle.empty() && ::getcwd(cwd, sizeof cwd)) bundle = cwd;
+    DecisionLog log(*cfg, args);
+    if (start) {
+      auto read_stdin = [&]() -> const std::string& {
+        if (!stdin_read) {
+          stdin_read = true;
+          char buf[65536];
+          for (;;) {
+            ssize_t n = ::read(0, buf, sizeof buf);
+            if (n > 0)
+              stdin_bytes.append(buf, static_cast<size_t>(n));
+            else if (n < 0 && errno == EINTR)
+              continue;
+            else
+              break;
+          }
+        }
+        return stdin_bytes;
+      };
+      StartOutcome o = RunStart(*cfg, args, bundle, read_stdin, log);
+      if (o.refused) return Fail(o.message);
+      if (stdin_read && !RestoreStdin(stdin_bytes)) {
+        (void)Ledger(cfg->LedgerDir()).Release(args.id);
+        return Fail("vfio-gpu: cannot hand the runtime options to " + downstream + ": " +
+                    std::strerror(errno));
+      }
+    } else {
+      RunDelete(*cfg, args, bundle, log);
+    }
+  }
+  av[0] = downstream;
+  std::vector<char*> cargv;
+  for (auto& s : av) cargv.push_back(s.data());
+  cargv.push_back(nullptr);
+  ::execv(downstream.c_str(), cargv.data());
+  return Fail("vfio-gpu: cannot exec downstream shim " + downstream + ": " + std::strerror(errno));
+}
+
+}  // namespace vfio_gpu
