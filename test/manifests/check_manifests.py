@@ -29,10 +29,13 @@ HANDLER = "vfio-gpu"
 RUNTIME_TYPE = "io.containerd.vfio-gpu.v2"
 SHIM_BINARY = "containerd-shim-vfio-gpu-v2"
 KATA_DIR = "/opt/kata/share/defaults/kata-containers"
+# `vfio-gpu install` copies Kata's GPU configurations into a directory of our own, whose config.d/
+# holds our drop-in (Kata's shared config.d/ would also apply to configuration-clh.toml).
+KATA_PRIVATE_DIR = f"{KATA_DIR}/vfio-gpu"
 CONFIG_PATHS = {
-    "vfio-gpu": f"{KATA_DIR}/configuration-qemu-nvidia-gpu.toml",
-    "vfio-gpu-snp": f"{KATA_DIR}/configuration-qemu-nvidia-gpu-snp.toml",
-    "vfio-gpu-tdx": f"{KATA_DIR}/configuration-qemu-nvidia-gpu-tdx.toml",
+    "vfio-gpu": f"{KATA_PRIVATE_DIR}/configuration-qemu-nvidia-gpu.toml",
+    "vfio-gpu-snp": f"{KATA_PRIVATE_DIR}/configuration-qemu-nvidia-gpu-snp.toml",
+    "vfio-gpu-tdx": f"{KATA_PRIVATE_DIR}/configuration-qemu-nvidia-gpu-tdx.toml",
 }
 RUNTIMECLASSES = {
     "kata-qemu-vfio-gpu": "vfio-gpu",
@@ -458,6 +461,13 @@ def check_runtime_chain(c):
         c.check(SHIM_BINARY in open(cml).read(), f"shim-hooks/CMakeLists.txt does not build {SHIM_BINARY}")
     else:
         print(f"SKIP: shim-hooks/CMakeLists.txt does not exist yet; not checking that it builds {SHIM_BINARY}")
+    # The installer (cli/install_paths.h) writes the Kata copies and the shim where these files
+    # point.
+    paths_h = c.path("cli/install_paths.h")
+    if os.path.exists(paths_h):
+        text = open(paths_h).read()
+        for want in (KATA_PRIVATE_DIR, f"/usr/local/bin/{SHIM_BINARY}", RUNTIME_TYPE):
+            c.check(f'"{want}"' in text, f"cli/install_paths.h does not name {want}")
     cf = open(c.path("deploy/Containerfile")).read()
     for binary in ("vfio-gpu", "vfio-gpu-plugin", SHIM_BINARY):
         c.check(re.search(rf"(?<![\w-]){re.escape(binary)}(?![\w-])", cf) is not None,
