@@ -163,6 +163,11 @@ int main(int argc, char** argv) {
       static_cast<double>(StatusField(pid, "VmRSS")) / 1024,
       static_cast<double>(StatusField(pid, "VmHWM")) / 1024, w1 - w0, c1 - c0,
       StatusField(pid, "Threads"));
+  std::printf(
+      "  of which anonymous %.1f MB, file-backed (shared libraries: gRPC, protobuf, abseil) %.1f "
+      "MB\n",
+      static_cast<double>(StatusField(pid, "RssAnon")) / 1024,
+      static_cast<double>(StatusField(pid, "RssFile")) / 1024);
 
   kill(pid, SIGTERM);
   int status = 0;
