@@ -3,17 +3,15 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/install_checks.h"
+#include "cli/install_paths.h"
 #include "common/files.h"
 #include "hostmodel/scanner.h"
 
 namespace vfio_gpu::cli {
 namespace {
 
-struct Check {
-  bool ok;
-  std::string what;
-  std::string fix;  // empty when ok
-};
+using Check = DoctorCheck;
 
 std::vector<Check> HostChecks(const NodeConfig& c) {
   std::vector<Check> checks;
@@ -63,11 +61,35 @@ std::vector<Check> HostChecks(const NodeConfig& c) {
 }  // namespace
 
 int Doctor(Args& args) {
-  auto config = LoadConfig(args);
+  // --host-root reads everything under one root; --sysfs-root / --dev-root alone (a fake tree)
+  // check only the GPU side, as before the runtime checks existed.
+  auto host_root = args.Value("host-root");
+  auto sysfs = args.Value("sysfs-root");
+  auto dev = args.Value("dev-root");
+  auto config_path = args.Value("config");
   if (auto bad = args.Leftover()) return UsageError("doctor", *bad);
-  if (!config) return UsageError("doctor", config.error().message());
+  NodeConfig config;
+  if (config_path) {
+    auto c = ReadNodeConfig(*config_path);
+    if (!c) return UsageError("doctor", c.error().message());
+    config = std::move(*c);
+  }
+  std::string root = host_root.value_or("/");
+  if (host_root) {
+    config.roots.sysfs = UnderRoot(root, "/sys");
+    config.roots.dev = UnderRoot(root, "/dev");
+  }
+  if (sysfs) config.roots.sysfs = *sysfs;
+  if (dev) config.roots.dev = *dev;
+  if (!IsDir(config.roots.sysfs))
+    return UsageError("doctor",
+                      "sysfs root " + config.roots.sysfs +
+                          " is not a directory; pass --sysfs-root DIR or --host-root DIR");
+  auto checks = HostChecks(config);
+  if (host_root || (!sysfs && !dev))
+    for (auto& c : RuntimeChecks(root, config.cdi_dir)) checks.push_back(std::move(c));
   int failed = 0;
-  for (const auto& c : HostChecks(*config)) {
+  for (const auto& c : checks) {
     if (c.ok) {
       std::printf("ok    %s\n", c.what.c_str());
     } else {
