@@ -71,10 +71,10 @@ std::vector<Op> EditScript(const std::vector<std::string>& a, const std::vector<
   while (i < n || j < m) {
     if (i < n && j < m && a[pre + i] == b[pre + j]) {
       ops.push_back({' ', pre + i++, pre + j++});
-    } else if (j < m && (i == n || lcs[i][j + 1] >= lcs[i + 1][j])) {
-      ops.push_back({'+', pre + i, pre + j++});
+    } else if (i < n && (j == m || lcs[i + 1][j] >= lcs[i][j + 1])) {
+      ops.push_back({'-', pre + i++, pre + j});  // removals before additions, as diff(1) does
     } else {
-      ops.push_back({'-', pre + i++, pre + j});
+      ops.push_back({'+', pre + i, pre + j++});
     }
   }
   for (size_t k = 0; k < suf; ++k) ops.push_back({' ', pre + n + k, pre + m + k});

@@ -1,0 +1,479 @@
+// `vfio-gpu install` / `uninstall` / `doctor --host-root` as an operator runs them: through the
+// binary, against a temp host root.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "common/files.h"
+#include "hostmodel/fake_host.h"
+#include "test/support/temp_dir.h"
+
+namespace vfio_gpu {
+namespace {
+
+using testing::TempDir;
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Outcome Shell(const std::string& cmd, const TempDir& tmp) {
+  std::string err_file = tmp / "stderr";
+  Outcome r;
+  FILE* p = popen((cmd + " 2>" + err_file).c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto err = ReadFile(err_file);
+  r.err = err.ok() ? *err : "";
+  return r;
+}
+
+// Every regular file under a directory with its content and mode: "did anything change?"
+std::map<std::string, std::string> Tree(const std::string& root) {
+  std::map<std::string, std::string> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_symlink(ec)) continue;
+    if (it->is_directory(ec)) {
+      out[it->path().string() + "/"] = "";
+      continue;
+    }
+    if (!it->is_regular_file(ec)) continue;
+    struct stat st;
+    ::stat(it->path().c_str(), &st);
+    auto text = ReadFile(it->path().string());
+    out[it->path().string()] = std::to_string(st.st_mode & 0777) + ":" + (text ? *text : "?");
+  }
+  return out;
+}
+
+bool Has(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// containerd 1.7's `containerd config default`, abridged: the CRI table is defined and sets
+// enable_cdi = false with a multi-line cdi_spec_dirs, so both must be edited in place.
+constexpr const char* kConfigV2 = R"(disabled_plugins = []
+imports = []
+oom_score = 0
+root = "/var/lib/containerd"
+state = "/run/containerd"
+version = 2
+
+[grpc]
+  address = "/run/containerd/containerd.sock"
+
+[plugins]
+
+  [plugins."io.containerd.grpc.v1.cri"]
+    cdi_spec_dirs = [
+      "/etc/cdi",
+    ]
+    enable_cdi = false
+    sandbox_image = "registry.k8s.io/pause:3.8"
+
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      default_runtime_name = "runc"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes]
+
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+          runtime_type = "io.containerd.runc.v2"
+
+          [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+            SystemdCgroup = true
+)";
+
+constexpr const char* kConfigV3 = R"(version = 3
+root = "/var/lib/containerd"
+
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2")";  // no newline at the end, on purpose
+
+constexpr const char* kKataGpu = R"([hypervisor.qemu]
+path = "/opt/kata/bin/qemu-system-x86_64"
+cold_plug_vfio = "no-port"
+
+[runtime]
+internetworking_model = "tcfilter"
+)";
+
+class InstallTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(MakeDirs(root_ + "/etc/containerd"));
+    ASSERT_TRUE(MakeDirs(root_ + "/opt/kata/share/defaults/kata-containers"));
+    ASSERT_TRUE(WriteFileAtomic(Kata("configuration-qemu-nvidia-gpu.toml"), kKataGpu));
+    ASSERT_TRUE(WriteFileAtomic(Kata("configuration-clh.toml"), "[hypervisor.clh]\n"));
+    ASSERT_TRUE(WriteFileAtomic(shim_, "#!/bin/sh\n# a stand-in for the shim\n", 0755));
+  }
+  std::string Kata(const std::string& name) const {
+    return root_ + "/opt/kata/share/defaults/kata-containers/" + name;
+  }
+  std::string Config() const { return root_ + "/etc/containerd/config.toml"; }
+  Outcome Vfio(const std::string& args) {
+    return Shell(std::string(VFIO_GPU_BIN) + " " + args, tmp_);
+  }
+  Outcome Install(const std::string& extra = "") {
+    return Vfio("install --host-root " + root_ + " --shim-binary " + shim_ + " " + extra);
+  }
+
+  TempDir tmp_;
+  std::string root_ = tmp_ / "host";
+  std::string shim_ = tmp_ / "containerd-shim-vfio-gpu-v2";
+};
+
+TEST_F(InstallTest, FreshInstallThenNothingToDoThenUninstallRestoresTheBytes) {
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2, 0600));
+  auto before = Tree(root_);
+
+  Outcome r = Install();
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  for (const char* line : {
+           "created    /usr/local/bin/containerd-shim-vfio-gpu-v2",
+           "updated    /etc/containerd/config.toml",
+           "created    /opt/kata/share/defaults/kata-containers/vfio-gpu/"
+           "configuration-qemu-nvidia-gpu.toml",
+           "created    /opt/kata/share/defaults/kata-containers/vfio-gpu/config.d/50-vfio-gpu.toml",
+           "created    /etc/vfio-gpu/shim.json",
+           "restart containerd to load the vfio-gpu runtime (systemctl restart containerd)",
+       })
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+  EXPECT_FALSE(Has(r.out, "crio")) << "no /etc/crio, no CRI-O drop-in";
+
+  // The shim is executable, configs readable; the operator's 0600 config.toml keeps its mode.
+  struct stat st;
+  ASSERT_EQ(::stat((root_ + "/usr/local/bin/containerd-shim-vfio-gpu-v2").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  ASSERT_EQ(::stat((root_ + "/etc/vfio-gpu/shim.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  ASSERT_EQ(::stat(Config().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  std::string merged = *ReadFile(Config());
+  EXPECT_TRUE(Has(merged, "#~     enable_cdi = false\n  enable_cdi = true")) << merged;
+  EXPECT_TRUE(Has(merged, "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.vfio-gpu]"));
+  EXPECT_TRUE(Has(merged,
+                  "ConfigPath = \"/opt/kata/share/defaults/kata-containers/vfio-gpu/"
+                  "configuration-qemu-nvidia-gpu.toml\""));
+  // Kata's file is copied (with a header) beside our drop-in; Kata's shared config.d/ is untouched.
+  std::string copy = *ReadFile(Kata("vfio-gpu/configuration-qemu-nvidia-gpu.toml"));
+  EXPECT_TRUE(Has(copy, "Copied by `vfio-gpu install`"));
+  EXPECT_TRUE(Has(copy, kKataGpu));
+  EXPECT_FALSE(PathExists(Kata("config.d")));
+
+  auto installed = Tree(root_);
+  r = Install();
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "nothing to do")) << r.out;
+  EXPECT_FALSE(Has(r.out, "restart containerd")) << r.out;
+  EXPECT_EQ(Tree(root_), installed);
+
+  // Kata upgraded: the next run refreshes the copy, and only the copy.
+  ASSERT_TRUE(WriteFileAtomic(Kata("configuration-qemu-nvidia-gpu.toml"),
+                              std::string(kKataGpu) + "# 3.26\n"));
+  r = Install();
+  EXPECT_TRUE(Has(r.out,
+                  "updated    /opt/kata/share/defaults/kata-containers/vfio-gpu/"
+                  "configuration-qemu-nvidia-gpu.toml"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out, "1 change(s)")) << r.out;
+  EXPECT_FALSE(Has(r.out, "restart containerd")) << r.out;
+  ASSERT_TRUE(WriteFileAtomic(Kata("configuration-qemu-nvidia-gpu.toml"), kKataGpu));
+
+  r = Vfio("uninstall --host-root " + root_);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "removed    /usr/local/bin/containerd-shim-vfio-gpu-v2")) << r.out;
+  EXPECT_TRUE(Has(r.out, "removed    /opt/kata/share/defaults/kata-containers/vfio-gpu/")) << r.out;
+  EXPECT_EQ(*ReadFile(Config()), kConfigV2);
+  auto after = Tree(root_);
+  // Directories install created on the way (usr/local/bin) may stay; every file is as before.
+  for (auto it = after.begin(); it != after.end();)
+    it = it->first.back() == '/' && !before.count(it->first) ? after.erase(it) : std::next(it);
+  EXPECT_EQ(after, before);
+
+  r = Vfio("uninstall --host-root " + root_);
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(Has(r.out, "nothing to do")) << r.out;
+}
+
+TEST_F(InstallTest, DryRunPrintsTheDiffAndWritesNothing) {
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
+  auto before = Tree(root_);
+  Outcome r = Install("--dry-run");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(Tree(root_), before);
+  for (const char* line : {
+           "--- a/etc/containerd/config.toml\n+++ b/etc/containerd/config.toml\n@@ -11,10 +11,16 "
+           "@@\n",
+           "-    enable_cdi = false\n+# >>> vfio-gpu",
+           "+#~     enable_cdi = false\n+  enable_cdi = true\n+# <<< vfio-gpu\n",
+           "--- /dev/null\n+++ b/usr/local/bin/containerd-shim-vfio-gpu-v2\nBinary files differ\n",
+           "--- /dev/null\n+++ b/etc/vfio-gpu/shim.json\n@@ -0,0 +1,9 @@\n+{\n",
+           "dry run: 5 change(s) would be made; nothing was written",
+       })
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+
+  ASSERT_EQ(Install().code, 0);
+  r = Install("--dry-run");
+  EXPECT_TRUE(Has(r.out, "nothing to do")) << r.out;
+  EXPECT_FALSE(Has(r.out, "---")) << r.out;
+}
+
+TEST_F(InstallTest, MalformedContainerdConfigIsReportedAndNothingIsWritten) {
+  std::string broken = "version = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\"\n  x = 1\n";
+  ASSERT_TRUE(WriteFileAtomic(Config(), broken));
+  auto before = Tree(root_);
+  Outcome r = Install();
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Has(r.err, Config() + ":3: table header")) << r.err;
+  EXPECT_TRUE(Has(r.err, "fix the file by hand")) << r.err;
+  EXPECT_TRUE(Has(r.err, "nothing was changed")) << r.err;
+  EXPECT_EQ(Tree(root_), before);
+
+  // A hand-made vfio-gpu runtime outside our block, and config version 1, are refused alike.
+  ASSERT_TRUE(WriteFileAtomic(
+      Config(),
+      "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.vfio-gpu]\n"
+      "runtime_type = \"io.containerd.kata.v2\"\n"));
+  r = Install();
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Has(r.err, "config.toml:2: runtime \"vfio-gpu\" is already defined here")) << r.err;
+  ASSERT_TRUE(WriteFileAtomic(Config(), "[plugins.cri]\n"));
+  r = Install();
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Has(r.err, "has no `version` key")) << r.err;
+}
+
+TEST_F(InstallTest, ContainerdV3GetsTheConfDFileAndAnImport) {
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV3));
+  Outcome r = Install();
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "created    /etc/containerd/conf.d/50-vfio-gpu.toml")) << r.out;
+  EXPECT_TRUE(Has(r.out, "updated    /etc/containerd/config.toml")) << r.out;
+  std::string dropin = *ReadFile(root_ + "/etc/containerd/conf.d/50-vfio-gpu.toml");
+  EXPECT_TRUE(Has(dropin, "version = 3"));
+  EXPECT_TRUE(
+      Has(dropin, "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.vfio-gpu]"));
+  std::string config = *ReadFile(Config());
+  EXPECT_TRUE(Has(config, "version = 3\n# >>> vfio-gpu")) << config;
+  EXPECT_TRUE(Has(config, "imports = [\"/etc/containerd/conf.d/50-vfio-gpu.toml\"]")) << config;
+  EXPECT_TRUE(Has(Install().out, "nothing to do"));
+  ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
+  EXPECT_EQ(*ReadFile(Config()), kConfigV3);
+  EXPECT_FALSE(PathExists(root_ + "/etc/containerd/conf.d/50-vfio-gpu.toml"));
+
+  // An import that already covers conf.d: config.toml stays as it is.
+  std::string globbed = "version = 3\nimports = [\"conf.d/*.toml\"]\n";
+  ASSERT_TRUE(WriteFileAtomic(Config(), globbed));
+  r = Install();
+  EXPECT_TRUE(Has(r.out, "unchanged  /etc/containerd/config.toml")) << r.out;
+  EXPECT_EQ(*ReadFile(Config()), globbed);
+  // Another import: ours is added beside it, and uninstall puts the line back.
+  std::string other = "version = 3\nimports = [\"/etc/containerd/other.toml\"]\n";
+  ASSERT_TRUE(WriteFileAtomic(Config(), other));
+  ASSERT_EQ(Install().code, 0);
+  EXPECT_TRUE(Has(*ReadFile(Config()),
+                  "#~ imports = [\"/etc/containerd/other.toml\"]\nimports = "
+                  "[\"/etc/containerd/other.toml\", \"/etc/containerd/conf.d/50-vfio-gpu.toml\"]"));
+  ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
+  EXPECT_EQ(*ReadFile(Config()), other);
+}
+
+TEST_F(InstallTest, WithoutConfigTomlTheContainerdVersionDecides) {
+  Outcome r = Install();
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Has(r.err, "config.toml does not exist")) << r.err;
+  EXPECT_TRUE(Has(r.err, "--containerd-version")) << r.err;
+
+  // 2.2 imports conf.d/*.toml by default: no config.toml is needed.
+  r = Install("--containerd-version v2.2.0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(PathExists(Config()));
+  EXPECT_TRUE(PathExists(root_ + "/etc/containerd/conf.d/50-vfio-gpu.toml"));
+  ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
+
+  // 1.7: a minimal config.toml of ours, which uninstall removes again.
+  r = Install("--containerd-version 1.7.27");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, "created    /etc/containerd/config.toml")) << r.out;
+  EXPECT_TRUE(Has(*ReadFile(Config()), "version = 2"));
+  r = Vfio("uninstall --host-root " + root_);
+  EXPECT_TRUE(Has(r.out, "removed    /etc/containerd/config.toml")) << r.out;
+  EXPECT_FALSE(PathExists(Config()));
+}
+
+TEST_F(InstallTest, MergedV2ConfigLoadsInARealContainerd) {
+  if (::access("/usr/bin/containerd", X_OK) != 0) GTEST_SKIP() << "containerd is not installed";
+  // The config containerd itself generates, as a kubeadm node has it.
+  Outcome gen = Shell("containerd config default", tmp_);
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  ASSERT_TRUE(WriteFileAtomic(Config(), gen.out));
+  ASSERT_EQ(Install().code, 0);
+  Outcome dump = Shell("containerd --config " + Config() + " config dump", tmp_);
+  ASSERT_EQ(dump.code, 0) << dump.err;
+  EXPECT_TRUE(Has(dump.out, "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.vfio-gpu]"))
+      << dump.out;
+  EXPECT_TRUE(Has(dump.out, "runtime_type = \"io.containerd.vfio-gpu.v2\""));
+  EXPECT_TRUE(Has(dump.out,
+                  "ConfigPath = \"/opt/kata/share/defaults/kata-containers/vfio-gpu/"
+                  "configuration-qemu-nvidia-gpu.toml\""));
+  // The operator's runc runtime and CRI settings survive the merge.
+  EXPECT_TRUE(Has(dump.out, "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]"));
+  EXPECT_TRUE(Has(dump.out, "sandbox_image = "));
+
+  // The abridged 1.7 config with its enable_cdi replaced in place loads too.
+  ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
+  ASSERT_EQ(Install().code, 0);
+  dump = Shell("containerd --config " + Config() + " config dump", tmp_);
+  ASSERT_EQ(dump.code, 0) << dump.err;
+  EXPECT_TRUE(Has(dump.out, "runtime_type = \"io.containerd.vfio-gpu.v2\""));
+  EXPECT_TRUE(Has(dump.out, "SystemdCgroup = true"));
+}
+
+TEST_F(InstallTest, OperatorFilesAndMissingPiecesAreReported) {
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
+  ASSERT_TRUE(MakeDirs(root_ + "/etc/crio"));
+  ASSERT_TRUE(MakeDirs(root_ + "/etc/vfio-gpu"));
+  std::string edited = "{\"authorize\": \"warn\"}\n";
+  ASSERT_TRUE(WriteFileAtomic(root_ + "/etc/vfio-gpu/shim.json", edited));
+  ASSERT_TRUE(RemoveFile(Kata("configuration-qemu-nvidia-gpu.toml")));
+  Outcome r = Install();
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, "unchanged  /etc/vfio-gpu/shim.json (kept: edited by the operator)"))
+      << r.out;
+  EXPECT_EQ(*ReadFile(root_ + "/etc/vfio-gpu/shim.json"), edited);
+  EXPECT_TRUE(Has(r.out, "created    /etc/crio/crio.conf.d/50-vfio-gpu.conf")) << r.out;
+  EXPECT_TRUE(Has(r.out, "restart CRI-O to load the vfio-gpu runtime (systemctl restart crio)"));
+  EXPECT_TRUE(Has(r.out, "WARNING: Kata's GPU configuration is not installed")) << r.out;
+
+  // A local drop-in in our Kata dir survives uninstall, and so does the directory.
+  ASSERT_TRUE(WriteFileAtomic(Kata("vfio-gpu/config.d/60-local.toml"), "[hypervisor.qemu]\n"));
+  r = Vfio("uninstall --host-root " + root_);
+  EXPECT_TRUE(Has(r.out, "kept: edited by the operator")) << r.out;
+  EXPECT_TRUE(Has(r.out, "holds files vfio-gpu did not write: 60-local.toml")) << r.out;
+  EXPECT_TRUE(PathExists(Kata("vfio-gpu/config.d/60-local.toml")));
+  EXPECT_FALSE(PathExists(root_ + "/etc/crio/crio.conf.d/50-vfio-gpu.conf"));
+}
+
+TEST_F(InstallTest, RestartsContainerdOnlyWhenAskedAndOnlyOnAChange) {
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
+  std::string marker = tmp_ / "restarted";
+  std::string env = "VFIO_GPU_RESTART_CMD='echo restart >> " + marker + "' ";
+  Outcome r = Shell(env + VFIO_GPU_BIN + " install --host-root " + root_ + " --shim-binary " +
+                        shim_ + " --restart-containerd",
+                    tmp_);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "restarted containerd (/bin/sh -c echo restart >> ")) << r.out;
+  EXPECT_EQ(*ReadFile(marker), "restart\n");
+  r = Shell(env + VFIO_GPU_BIN + " install --host-root " + root_ + " --shim-binary " + shim_ +
+                " --restart-containerd",
+            tmp_);
+  EXPECT_TRUE(Has(r.out, "nothing to do"));
+  EXPECT_EQ(*ReadFile(marker), "restart\n");  // not restarted again
+
+  ASSERT_TRUE(WriteFileAtomic(Config(), std::string(kConfigV2) + "# touched\n"));
+  r = Shell("VFIO_GPU_RESTART_CMD=false " + std::string(VFIO_GPU_BIN) + " install --host-root " +
+                root_ + " --shim-binary " + shim_ + " --restart-containerd",
+            tmp_);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Has(r.out, "FAILED: restarting containerd: /bin/sh -c false failed (exit status 1)"))
+      << r.out;
+}
+
+TEST_F(InstallTest, UsageErrors) {
+  Outcome r = Vfio("install");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(Has(r.err, "--host-root DIR is required")) << r.err;
+  r = Install("--containerd-version banana");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(Has(r.err, "\"banana\" is not a version")) << r.err;
+  r = Vfio("install --host-root " + root_ + " --shim-binary " + tmp_ / "nope");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(Has(r.err, "pass --shim-binary PATH")) << r.err;
+}
+
+// doctor --host-root on a host that install prepared, then broken one piece at a time.
+TEST_F(InstallTest, DoctorOnAGoodAndABrokenHostRoot) {
+  FakeHost host(root_);
+  ASSERT_TRUE(BuildConsumerGpuHost(host, true));
+  for (const char* m : {"vfio", "vfio_pci", "vfio_iommu_type1"})
+    ASSERT_TRUE(MakeDirs(host.roots().sysfs + "/module/" + m));
+  ASSERT_TRUE(WriteFileAtomic(host.roots().VfioContainerNode(), ""));
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
+  ASSERT_EQ(Install().code, 0);
+  ASSERT_TRUE(MakeDirs(root_ + "/var/run/cdi"));
+  ASSERT_TRUE(WriteFileAtomic(root_ + "/var/run/cdi/vfio-gpu-nvidia.com-pgpu.json", "{}"));
+  ASSERT_TRUE(MakeDirs(root_ + "/var/lib/kubelet/pod-resources"));
+  std::string sock = root_ + "/var/lib/kubelet/pod-resources/kubelet.sock";
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(sock.size(), sizeof addr.sun_path);
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+
+  Outcome r = Vfio("doctor --host-root " + root_);
+  EXPECT_EQ(r.code, 0) << r.out;
+  for (const char* line : {
+           "ok    containerd runtime vfio-gpu with runtime_type io.containerd.vfio-gpu.v2 "
+           "(/etc/containerd/config.toml)",
+           "ok    shim binary containerd-shim-vfio-gpu-v2 (/usr/local/bin/",
+           "ok    Kata VFIO ports: cold_plug_vfio = \"root-port\" "
+           "(/opt/kata/share/defaults/kata-containers/vfio-gpu/config.d/50-vfio-gpu.toml)",
+           "ok    CDI dir /var/run/cdi holds vfio-gpu's specs (1 vfio-gpu-*)",
+           "ok    kubelet pod resources socket /var/lib/kubelet/pod-resources/kubelet.sock",
+           "node is ready for GPU passthrough",
+       })
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+
+  // A local drop-in turns cold plug off; the shim is gone; the socket is gone; CDI specs gone.
+  ASSERT_TRUE(WriteFileAtomic(Kata("vfio-gpu/config.d/60-local.toml"),
+                              "[hypervisor.qemu]\ncold_plug_vfio = \"no-port\"\n"));
+  ASSERT_TRUE(RemoveFile(root_ + "/usr/local/bin/containerd-shim-vfio-gpu-v2"));
+  ::close(fd);
+  ASSERT_TRUE(RemoveFile(sock));
+  ASSERT_TRUE(RemoveFile(root_ + "/var/run/cdi/vfio-gpu-nvidia.com-pgpu.json"));
+  r = Vfio("doctor --host-root " + root_);
+  EXPECT_EQ(r.code, 1);
+  for (const char* line : {
+           "FAIL  Kata VFIO ports: cold_plug_vfio = \"no-port\" "
+           "(/opt/kata/share/defaults/kata-containers/vfio-gpu/config.d/60-local.toml)",
+           "fix: GPUs get no PCIe port in the VM: set cold_plug_vfio = \"root-port\"",
+           "FAIL  shim binary containerd-shim-vfio-gpu-v2 on containerd's PATH",
+           "FAIL  kubelet pod resources socket",
+           "FAIL  CDI dir /var/run/cdi holds vfio-gpu's specs (0 vfio-gpu-*)",
+           "4 problem(s) found",
+       })
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+
+  // No runtime entry, no Kata configuration.
+  ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
+  ASSERT_TRUE(RemoveFile(Kata("vfio-gpu/config.d/60-local.toml")));
+  r = Vfio("doctor --host-root " + root_);
+  EXPECT_TRUE(Has(r.out, "FAIL  containerd runtime vfio-gpu")) << r.out;
+  EXPECT_TRUE(Has(r.out, "run `vfio-gpu install --host-root /` and restart containerd")) << r.out;
+  EXPECT_TRUE(Has(r.out,
+                  "FAIL  Kata configuration /opt/kata/share/defaults/kata-containers/"
+                  "vfio-gpu/configuration-qemu-nvidia-gpu.toml (ConfigPath) exists"))
+      << r.out;
+}
+
+}  // namespace
+}  // namespace vfio_gpu
