@@ -1,0 +1,345 @@
+// Each hook alone, on realistic specs and fake hosts.
+#include "shim-hooks/hooks.h"
+
+#include <gtest/gtest.h>
+
+#include "common/files.h"
+#include "hostmodel/fake_host.h"
+#include "hostmodel/scanner.h"
+#include "shim-hooks/host_facts.h"
+#include "shim-hooks/kata_config.h"
+#include "shim-hooks/runtime_options.h"
+#include "test/shim/spec_fixtures.h"
+#include "test/support/temp_dir.h"
+
+namespace vfio_gpu {
+namespace {
+
+using testing::ContainerSpec;
+using testing::Dev;
+using testing::SandboxSpec;
+
+class HooksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    host_ = std::make_unique<FakeHost>(tmp_.path());
+    ASSERT_TRUE(BuildSeedA10Host(*host_).ok());
+    ASSERT_TRUE(BuildConsumerGpuHost(*host_, false).ok());
+    cfg_.roots = host_->roots();
+  }
+  OciSpec Spec(const std::string& text, const std::string& id = "c1") {
+    auto s = ReadOciSpec(text, "config.json", id);
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
+    return s.ok() ? std::move(*s) : OciSpec{};
+  }
+  HostFacts Facts(const OciSpec& spec, std::set<int> extra = {}) {
+    auto snap = Scan(host_->roots(), ShimSelection());
+    EXPECT_TRUE(snap.ok());
+    return GatherHostFacts(host_->roots(), *snap, spec, extra);
+  }
+  std::vector<VfioRef> Refs(const OciSpec& spec, const HostFacts& f) {
+    return Collect(spec, f, CdiRegistry(), cfg_).refs;
+  }
+
+  vfio_gpu::testing::TempDir tmp_;
+  std::unique_ptr<FakeHost> host_;
+  ShimConfig cfg_;
+};
+
+TEST_F(HooksTest, ClassifiesContainerdAndCrioSpecs) {
+  OciSpec sb = Spec(SandboxSpec(), "5f1c");
+  EXPECT_EQ(sb.identity.role, SpecRole::kSandbox);
+  EXPECT_EQ(sb.identity.Pod(), "tenant-a/train-0");
+  OciSpec c = Spec(ContainerSpec("[]"), "c9");
+  EXPECT_EQ(c.identity.role, SpecRole::kContainer);
+  EXPECT_EQ(c.identity.sandbox_id, "5f1c");
+  EXPECT_EQ(c.identity.container_name, "trainer");
+  OciSpec crio = Spec(R"({"annotations":{"io.kubernetes.cri-o.ContainerType":"container",
+    "io.kubernetes.cri-o.SandboxID":"abc","io.kubernetes.pod.name":"p","io.kubernetes.pod.namespace":"n"}})");
+  EXPECT_EQ(crio.identity.role, SpecRole::kContainer);
+  EXPECT_EQ(crio.identity.Pod(), "n/p");
+  OciSpec plain = Spec(R"({"process":{"args":["sh"]}})", "ctr1");
+  EXPECT_EQ(plain.identity.role, SpecRole::kPlain);
+  EXPECT_EQ(plain.identity.sandbox_id, "ctr1");
+  EXPECT_FALSE(
+      ReadOciSpec(R"({"annotations":{"io.kubernetes.cri.container-type":"container"}})", "x", "i")
+          .ok());
+  EXPECT_FALSE(ReadOciSpec(R"({"linux":{"devices":[{"path":1}]}})", "x", "i").ok());
+}
+
+TEST_F(HooksTest, CollectResolvesGroupNodesAndCdevs) {
+  OciSpec s = Spec(ContainerSpec("[" + Dev("/dev/vfio/vfio", 10, 196) + "," +
+                                 Dev("/dev/vfio/25", 241, 25) + "]"));
+  HostFacts f = Facts(s);
+  auto refs = Refs(s, f);
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_EQ(refs[0].group, 25);
+  EXPECT_EQ(refs[0].unit_id, "0000:17:00.0");
+  EXPECT_EQ(refs[0].bdfs, std::vector<std::string>{"0000:17:00.0"});
+}
+
+TEST_F(HooksTest, SameNodeTwiceKeepsOneEntry) {
+  OciSpec s =
+      Spec(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "," + Dev("/dev/vfio/25", 241, 25) +
+                         "," + Dev("/dev/vfio/31", 241, 31) + "]"));
+  HostFacts f = Facts(s);
+  auto refs = Refs(s, f);
+  ASSERT_FALSE(Validate(refs, f, cfg_).refusal);
+  DedupResult d = Deduplicate(s, refs, f, {}, cfg_);
+  ASSERT_FALSE(d.result.refusal);
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(s.devices[0].path, "/dev/vfio/25");
+  EXPECT_EQ(s.devices[1].path, "/dev/vfio/31");
+  EXPECT_TRUE(s.dirty);
+  EXPECT_EQ(d.claims.size(), 2u);
+}
+
+TEST_F(HooksTest, GroupNodeAndCdevCollapseToTheGroupNode) {
+  FakeHost hgx(tmp_.path() + "/hgx");
+  ASSERT_TRUE(BuildHgxHost(hgx).ok());
+  cfg_.roots = hgx.roots();
+  auto snap = Scan(hgx.roots(), ShimSelection());
+  ASSERT_TRUE(snap.ok());
+  const Unit* found = nullptr;
+  for (const auto& unit : snap->units)
+    if (!found && !unit.cdevs.empty()) found = &unit;
+  ASSERT_NE(found, nullptr);
+  const Unit& u = *found;
+  std::string cdev = "/dev/vfio/devices/" + u.cdevs.front();
+  int minor = std::stoi(u.cdevs.front().substr(4));
+  OciSpec s = Spec(ContainerSpec("[" + Dev(cdev, 511, minor) + "," +
+                                 Dev(u.GroupPath(), 241, u.iommu_group) + "]"));
+  HostFacts f = GatherHostFacts(hgx.roots(), *snap, s, {});
+  auto refs = Refs(s, f);
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs[0].group, u.iommu_group) << refs[0].error;
+  DedupResult d = Deduplicate(s, refs, f, {}, cfg_);
+  ASSERT_FALSE(d.result.refusal);
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.devices[0].path, u.GroupPath());
+  // Only a cdev: rewritten to the group node.
+  OciSpec only = Spec(ContainerSpec("[" + Dev(cdev, 511, minor) + "]"));
+  HostFacts f2 = GatherHostFacts(hgx.roots(), *snap, only, {});
+  auto refs2 = Refs(only, f2);
+  ASSERT_FALSE(Deduplicate(only, refs2, f2, {}, cfg_).result.refusal);
+  ASSERT_EQ(only.devices.size(), 1u);
+  EXPECT_EQ(only.devices[0].path, u.GroupPath());
+}
+
+TEST_F(HooksTest, DeviceAndCdiAnnotationForTheSameGpuKeepTheDevice) {
+  std::string cdi = tmp_.path() + "/cdi";
+  ASSERT_TRUE(MakeDirs(cdi).ok());
+  ASSERT_TRUE(WriteFileAtomic(cdi + "/vfio-gpu-nvidia.com-pgpu.json",
+                              R"({"cdiVersion":"0.5.0","kind":"nvidia.com/pgpu",
+    "devices":[{"name":"0000:17:00.0","containerEdits":{"deviceNodes":[{"path":"/dev/vfio/25"}]}},
+               {"name":"0","containerEdits":{"deviceNodes":[{"path":"/dev/vfio/25"}]}}],
+    "containerEdits":{"deviceNodes":[{"path":"/dev/vfio/vfio"}]}})")
+                  .ok());
+  cfg_.cdi_dirs = {cdi};
+  OciSpec s = Spec(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]",
+                                 R"("cdi.k8s.io/gpu":"nvidia.com/pgpu=0,vendor.com/x=y",)"));
+  HostFacts f = Facts(s, {25});
+  CdiRegistry reg = CdiRegistry::Load(cfg_.cdi_dirs, cfg_.resources);
+  auto refs = Collect(s, f, reg, cfg_).refs;
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs[1].unit_id, "0000:17:00.0");
+  ASSERT_FALSE(Deduplicate(s, refs, f, {}, cfg_).result.refusal);
+  EXPECT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.annotations["cdi.k8s.io/gpu"], "vendor.com/x=y");  // other kinds untouched
+}
+
+TEST_F(HooksTest, UnknownCdiDeviceIsRefused) {
+  OciSpec s = Spec(SandboxSpec("[]", R"("cdi.k8s.io/gpu":"nvidia.com/pgpu=7",)"), "5f1c");
+  HostFacts f = Facts(s);
+  auto refs = Collect(s, f, CdiRegistry(), cfg_).refs;
+  auto v = Validate(refs, f, cfg_);
+  ASSERT_TRUE(v.refusal);
+  EXPECT_NE(v.refusal->message.find("nvidia.com/pgpu=7"), std::string::npos);
+}
+
+TEST_F(HooksTest, NonViableGroupIsRefusedAndQuarantined) {
+  OciSpec s = Spec(ContainerSpec("[" + Dev("/dev/vfio/14", 241, 14) + "]"));
+  HostFacts f = Facts(s);
+  auto v = Validate(Refs(s, f), f, cfg_);
+  ASSERT_TRUE(v.refusal);
+  EXPECT_EQ(v.refusal->kind, ErrorKind::kPermanent);
+  EXPECT_NE(v.refusal->message.find(
+                "IOMMU group 14 is not viable: 0000:01:00.1 (audio) is bound to snd_hda_intel"),
+            std::string::npos)
+      << v.refusal->message;
+  EXPECT_EQ(v.refusal->quarantine.count("0000:01:00.0"), 1u);
+}
+
+TEST_F(HooksTest, UnknownAndForeignGroupsAreRefused) {
+  OciSpec nic = Spec(ContainerSpec("[" + Dev("/dev/vfio/61", 241, 61) + "]"));
+  HostFacts f = Facts(nic);
+  auto v = Validate(Refs(nic, f), f, cfg_);
+  ASSERT_TRUE(v.refusal);
+  EXPECT_NE(v.refusal->message.find("0000:4b:00.0 (ethernet, mlx5_core)"), std::string::npos)
+      << v.refusal->message;
+  EXPECT_TRUE(v.refusal->quarantine.empty());
+  OciSpec gone = Spec(ContainerSpec("[" + Dev("/dev/vfio/999", 241, 999) + "]"));
+  HostFacts g = Facts(gone);
+  auto w = Validate(Refs(gone, g), g, cfg_);
+  ASSERT_TRUE(w.refusal);
+  EXPECT_NE(w.refusal->message.find("IOMMU group 999 "), std::string::npos);
+}
+
+TEST_F(HooksTest, UnallocatedGpuIsRefusedAsASecurityEvent) {
+  OciSpec s = Spec(
+      ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "," + Dev("/dev/vfio/31", 241, 31) + "]"));
+  HostFacts f = Facts(s);
+  auto refs = Refs(s, f);
+  PodAllocation a;
+  a.found = true;
+  a.units = {"0000:17:00.0"};
+  auto r = Authorize(refs, s.identity, a, cfg_);
+  ASSERT_TRUE(r.refusal);
+  EXPECT_NE(r.refusal->message.find("GPU 0000:31:00.0"), std::string::npos);
+  EXPECT_NE(r.refusal->message.find("tenant-a/train-0"), std::string::npos);
+  EXPECT_TRUE(r.decisions.back().security);
+  cfg_.authorize = AuthorizeMode::kWarn;
+  EXPECT_FALSE(Authorize(refs, s.identity, a, cfg_).refusal);
+  cfg_.authorize = AuthorizeMode::kOff;
+  EXPECT_TRUE(Authorize(refs, s.identity, std::nullopt, cfg_).decisions.empty());
+  a.units.insert("0000:31:00.0");
+  cfg_.authorize = AuthorizeMode::kEnforce;
+  EXPECT_FALSE(Authorize(refs, s.identity, a, cfg_).refusal);
+}
+
+TEST_F(HooksTest, LedgerDecidesAcrossSandboxes) {
+  OciSpec s = Spec(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 99) + "]"));
+  HostFacts f = Facts(s);
+  auto refs = Refs(s, f);
+  LedgerView other{{"0000:17:00.0", {"other-sb", "/b", 42, 25, DevNum{241, 25}, false}}};
+  auto d = Deduplicate(s, refs, f, other, cfg_);
+  ASSERT_TRUE(d.result.refusal);
+  EXPECT_NE(d.result.refusal->message.find("already attached to sandbox other-sb"),
+            std::string::npos);
+  other["0000:17:00.0"].stale = true;
+  auto refs2 = Refs(s, f);
+  auto d2 = Deduplicate(s, refs2, f, other, cfg_);
+  ASSERT_FALSE(d2.result.refusal);
+  ASSERT_EQ(d2.claims.size(), 1u);
+  EXPECT_TRUE(d2.claims[0].reclaim);
+  // Own sandbox: no new claim, and the entry takes the claim's major:minor.
+  LedgerView mine{{"0000:17:00.0", {"5f1c", "/b", 42, 25, DevNum{241, 25}, false}}};
+  auto refs3 = Refs(s, f);
+  auto d3 = Deduplicate(s, refs3, f, mine, cfg_);
+  ASSERT_FALSE(d3.result.refusal);
+  EXPECT_TRUE(d3.claims.empty());
+  EXPECT_EQ(*s.devices[0].minor, 25);
+}
+
+TEST_F(HooksTest, GuardStripsOrRefusesHypervisorAnnotations) {
+  std::string ann = R"("io.katacontainers.config.hypervisor.path":"/tmp/evil-qemu",
+    "io.katacontainers.config.hypervisor.default_memory":"4096","io.katacontainers.config_path":"/x.toml",)";
+  cfg_.kata_annotation_allowlist = {"default_*"};
+  OciSpec s = Spec(SandboxSpec("[]", ann), "5f1c");
+  auto g = GuardAnnotations(s, cfg_);
+  EXPECT_FALSE(g.refusal);
+  EXPECT_EQ(s.annotations.count("io.katacontainers.config.hypervisor.path"), 0u);
+  EXPECT_EQ(s.annotations.count("io.katacontainers.config_path"), 0u);
+  EXPECT_EQ(s.annotations.count("io.katacontainers.config.hypervisor.default_memory"), 1u);
+  EXPECT_EQ(s.root.Get("annotations").Has("io.katacontainers.config.hypervisor.path"), false);
+  cfg_.annotation_policy = AnnotationPolicy::kDeny;
+  OciSpec d = Spec(SandboxSpec("[]", ann), "5f1c");
+  auto r = GuardAnnotations(d, cfg_);
+  ASSERT_TRUE(r.refusal);
+  EXPECT_NE(r.refusal->message.find("kata_annotation_allowlist"), std::string::npos);
+}
+
+TEST_F(HooksTest, ColdPlugPlanAddsAllocatedGroupsToTheSandbox) {
+  cfg_.kata_pod_resources = false;
+  OciSpec s = Spec(SandboxSpec(), "5f1c");
+  PodAllocation a;
+  a.found = true;
+  a.units = {"0000:b1:00.0"};
+  HostFacts f = Facts(s, {182});
+  std::vector<VfioRef> refs;
+  auto r = PlanColdPlug(s, refs, a, f, cfg_);
+  ASSERT_FALSE(r.refusal);
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.devices[0].path, "/dev/vfio/182");
+  ASSERT_EQ(refs.size(), 1u);
+  EXPECT_EQ(refs[0].unit_id, "0000:b1:00.0");
+  cfg_.kata_pod_resources = true;
+  OciSpec t = Spec(SandboxSpec(), "5f1c");
+  std::vector<VfioRef> none;
+  EXPECT_TRUE(PlanColdPlug(t, none, a, f, cfg_).decisions.empty());
+}
+
+TEST(KataConfig, QemuWithPortsIsGpuCapableClhIsNot) {
+  auto qemu = ParseMiniToml(R"(# Kata
+[hypervisor.qemu]
+path = "/opt/kata/bin/qemu-system-x86_64"
+kernel_params = "a=b # not a comment"
+enable_annotations = ["enable_iommu",
+  "default_memory"]
+cold_plug_vfio = "no-port"
+[runtime]
+pod_resource_api_sock = "/var/lib/kubelet/pod-resources/kubelet.sock"
+)",
+                            "q.toml");
+  ASSERT_TRUE(qemu.ok()) << qemu.error().message();
+  EXPECT_EQ((*qemu)["hypervisor.qemu"]["kernel_params"], "a=b # not a comment");
+  auto dropin = ParseMiniToml("[hypervisor.qemu]\ncold_plug_vfio = \"root-port\"\n", "50.toml");
+  ASSERT_TRUE(dropin.ok());
+  KataConfigView base = KataViewFromDocs("q.toml", {*qemu});
+  EXPECT_FALSE(base.GpuCapable());
+  KataConfigView with = KataViewFromDocs("q.toml", {*qemu, *dropin});
+  EXPECT_TRUE(with.GpuCapable());
+  auto clh =
+      ParseMiniToml("[hypervisor.clh]\npath = \"/opt/kata/bin/cloud-hypervisor\"\n", "c.toml");
+  KataConfigView c = KataViewFromDocs("c.toml", {*clh, *dropin});
+  EXPECT_FALSE(c.GpuCapable());  // a QEMU drop-in never makes CLH GPU-capable
+
+  ShimConfig cfg;
+  SpecIdentity sb;
+  sb.role = SpecRole::kSandbox;
+  auto r = CheckRuntime(sb, true, c, std::nullopt, cfg);
+  ASSERT_TRUE(r.result.refusal);
+  EXPECT_NE(r.result.refusal->message.find("RuntimeClass kata-qemu-vfio-gpu"), std::string::npos);
+  auto sw = CheckRuntime(sb, true, c, with, cfg);
+  ASSERT_FALSE(sw.result.refusal);
+  EXPECT_EQ(*sw.switch_to, "q.toml");
+  EXPECT_FALSE(CheckRuntime(sb, false, c, std::nullopt, cfg).result.refusal);
+}
+
+TEST(KataConfig, ReadsDropInsBesideTheFile) {
+  vfio_gpu::testing::TempDir t;
+  ASSERT_TRUE(MakeDirs(t.path() + "/config.d").ok());
+  ASSERT_TRUE(WriteFileAtomic(t.path() + "/configuration-qemu-nvidia-gpu.toml",
+                              "[hypervisor.qemu]\nhot_plug_vfio = \"no-port\"\n")
+                  .ok());
+  EXPECT_FALSE(ReadKataConfig(t.path() + "/configuration-qemu-nvidia-gpu.toml").GpuCapable());
+  ASSERT_TRUE(WriteFileAtomic(t.path() + "/config.d/50-vfio-gpu.toml",
+                              "[hypervisor.qemu]\ncold_plug_vfio = \"root-port\"\n")
+                  .ok());
+  EXPECT_TRUE(ReadKataConfig(t.path() + "/configuration-qemu-nvidia-gpu.toml").GpuCapable());
+  EXPECT_FALSE(ReadKataConfig(t.path() + "/missing.toml").error.empty());
+}
+
+TEST(RuntimeOptions, DecodesAnyAndBootstrapParams) {
+  RuntimeOptions o;
+  o.config_path = "/opt/kata/share/defaults/kata-containers/configuration-qemu-nvidia-gpu.toml";
+  auto any = DecodeRuntimeOptions(EncodeRuntimeOptionsAny(o));
+  ASSERT_TRUE(any);
+  EXPECT_EQ(any->config_path, o.config_path);
+  auto boot = DecodeRuntimeOptions(EncodeBootstrapParams("5f1c", "k8s.io", o));
+  ASSERT_TRUE(boot);
+  EXPECT_EQ(boot->config_path, o.config_path);
+  EXPECT_FALSE(DecodeRuntimeOptions(""));
+  EXPECT_FALSE(DecodeRuntimeOptions("\xff\xff\xff"));
+  // Hand-made bytes of a real runtimeoptions Any (type.googleapis.com prefix).
+  std::string url = "type.googleapis.com/runtimeoptions.v1.Options";
+  std::string inner = std::string("\x12\x05/a.tm", 7);
+  std::string bytes = std::string("\x0a") + static_cast<char>(url.size()) + url + "\x12" +
+                      static_cast<char>(inner.size()) + inner;
+  auto hand = DecodeRuntimeOptions(bytes);
+  ASSERT_TRUE(hand);
+  EXPECT_EQ(hand->config_path, "/a.tm");
+}
+
+}  // namespace
+}  // namespace vfio_gpu
