@@ -3,8 +3,9 @@
 #include <algorithm>
 
 #include "common/files.h"
-#include "common/json.h"
+#include "common/log.h"
 #include "common/strings.h"
+#include "shim-hooks/ledger.h"
 
 namespace vfio_gpu::qmp {
 
@@ -20,21 +21,22 @@ Result<std::vector<std::string>> ClaimDirLedger::ExpectedBdfs(const std::string&
   if (!names) return names.error().Wrap("read the ledger");
   std::vector<std::string> bdfs;
   for (const std::string& name : *names) {
-    if (StartsWith(name, ".")) continue;  // a claim being written
+    if (StartsWith(name, ".")) continue;  // the lock, and claims being written
     std::string path = JoinPath(dir, name);
-    auto claim = Json::ParseFile(path);
-    if (!claim) return claim.error().Wrap("read ledger claim");
-    if (!claim->is_object())
-      return Error("ledger claim " + path + ": not a JSON object; remove it if it is not a claim");
-    Json owner = claim->Has("sandbox") ? claim->Get("sandbox") : claim->Get("sandbox_id");
-    if (!owner.is_string())
-      return Error("ledger claim " + path + ": no \"sandbox\" string naming its owner");
-    if (owner.AsString() != sandbox) continue;
-    std::string raw = claim->Get("bdf").is_string() ? claim->Get("bdf").AsString()
-                      : EndsWith(name, ".json")     ? name.substr(0, name.size() - 5)
-                                                    : name;
-    auto bdf = CanonicalBdf(raw);
-    if (!bdf) return Error("ledger claim " + path + ": \"" + raw + "\" is not a PCI address");
+    auto text = ReadFile(path);
+    if (!text) continue;  // released meanwhile
+    // The shim's own parser: one definition of a claim.
+    auto claim = ClaimRecord::FromJson(*text, path);
+    if (!claim) {
+      // The shim treats an unreadable claim as stale (its owner died mid-write) and reclaims it.
+      spdlog::warn("skipping ledger claim the shim would reclaim: {}", claim.error().message());
+      continue;
+    }
+    if (claim->sandbox_id != sandbox) continue;
+    auto bdf = CanonicalBdf(claim->bdf);
+    if (!bdf)
+      return Error("ledger claim " + path + ": \"" + claim->bdf +
+                   "\" is not a PCI address; remove the file if no sandbox holds it");
     bdfs.push_back(*bdf);
   }
   std::sort(bdfs.begin(), bdfs.end());

@@ -17,9 +17,10 @@ class ExpectedBdfSource {
   virtual Result<std::vector<std::string>> ExpectedBdfs(const std::string& sandbox) const = 0;
 };
 
-// Reads <run_dir>/ledger/*: each claim is a JSON object with the BDF ("bdf", else the file name
-// without ".json") and the owning sandbox ("sandbox" or "sandbox_id"). Names starting with '.' are
-// WriteFileAtomic's temp files and are skipped. A claim that can't be read is an error naming it.
+// Reads the shim's ledger at <run_dir>/ledger/ (shim-hooks/ledger.h: one file per BDF, parsed with
+// the shim's ClaimRecord). Dot files are the lock and claims being written. A claim that does not
+// parse is skipped with a warning, as the shim treats it as stale; a claim naming no PCI address is
+// an error naming the file.
 class ClaimDirLedger : public ExpectedBdfSource {
  public:
   explicit ClaimDirLedger(std::string run_dir) : run_dir_(std::move(run_dir)) {}

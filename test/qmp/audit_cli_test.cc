@@ -11,6 +11,7 @@
 #include "common/files.h"
 #include "common/json.h"
 #include "qmp/qmp_session.h"
+#include "shim-hooks/ledger.h"
 #include "test/qmp/qemu_vm.h"
 #include "test/support/temp_dir.h"
 
@@ -47,10 +48,16 @@ class AuditCliTest : public ::testing::Test {
     ASSERT_TRUE(r.ok()) << r.error().message();
   }
 
+  // Written by the shim's own Ledger, as on a node.
   void Claim(const std::string& bdf, const std::string& sandbox) {
-    ASSERT_TRUE(MakeDirs(tmp_ / "run/ledger"));
-    ASSERT_TRUE(WriteFileAtomic(tmp_ / ("run/ledger/" + bdf),
-                                R"({"bdf": ")" + bdf + R"(", "sandbox": ")" + sandbox + R"("})"));
+    Ledger ledger(tmp_ / "run/ledger");
+    ledger.sandbox_gone = [](const ClaimRecord&) { return false; };
+    ClaimRecord c;
+    c.bdf = bdf;
+    c.sandbox_id = sandbox;
+    c.bundle = tmp_ / ("bundles/" + sandbox);
+    c.pid = 1;
+    ASSERT_TRUE(ledger.ClaimAll({c}));
   }
 
   Outcome Run(const std::string& args) {
