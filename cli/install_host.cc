@@ -50,6 +50,24 @@ Result<Plan> PlanInstall(const InstallOptions& o) {
   shim->binary = true;
   plan.files.push_back(std::move(*shim));
 
+  // The helper travels beside the shim binary (build dir, image). Without it the shim cannot ask
+  // the kubelet which GPUs a pod was allocated, and with `authorize: enforce` refuses GPU
+  // sandboxes.
+  auto helper = Target(o.root, kPodResourcesHelperPath);
+  if (!helper) return helper.error();
+  std::string helper_source = Dirname(o.shim_binary) + "/" + kPodResourcesHelperName;
+  if (auto helper_binary = ReadFile(helper_source); helper_binary.ok()) {
+    helper->after = std::move(*helper_binary);
+    helper->mode = 0755;
+    helper->force_mode = true;
+    helper->binary = true;
+    plan.files.push_back(std::move(*helper));
+  } else {
+    plan.warnings.push_back(std::string(kPodResourcesHelperName) + " not found beside the shim (" +
+                            helper_source + "): GPU sandboxes will be refused while the shim's " +
+                            "authorize mode is enforce; install it to " + kPodResourcesHelperPath);
+  }
+
   auto containerd = PlanContainerdInstall(o.root, o.containerd_version);
   if (!containerd) return containerd.error();
   for (auto& c : *containerd) plan.files.push_back(std::move(c));
@@ -115,6 +133,7 @@ Result<Plan> PlanUninstall(const std::string& root) {
     return Status::Ok();
   };
   if (auto s = add_removal(kShimBinaryPath); !s) return s.error();
+  if (auto s = add_removal(kPodResourcesHelperPath); !s) return s.error();
   auto containerd = PlanContainerdUninstall(root);
   if (!containerd) return containerd.error();
   for (auto& c : *containerd)

@@ -55,7 +55,9 @@ PLUGIN_KEYS = {
 }
 SHIM_KEYS = {
     "downstream_shim", "sysfs_root", "dev_root", "run_dir", "pod_resources_socket", "resources",
-    "authorize",
+    "authorize", "gpu_runtime_class", "kata_config_path", "runtime_switch_config",
+    "annotation_policy", "kata_annotation_allowlist", "kata_pod_resources", "cdi_dirs",
+    "pod_resources_timeout_ms", "pod_resources_client", "syslog",
 }
 # The annotation globs containerd may copy into specs: ours and Kata's, nothing else.
 ALLOWED_ANNOTATION_GLOBS = {"io.katacontainers.*", "vfio-gpu.io/*"}
