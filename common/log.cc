@@ -1,9 +1,9 @@
 #include "common/log.h"
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/syslog_sink.h>
 
 #include <vector>
@@ -17,7 +17,8 @@ namespace {
 // paths or newlines still makes one valid JSON line.
 class JsonMessageFlag : public spdlog::custom_flag_formatter {
  public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
     std::string q = Quote(std::string_view(msg.payload.data(), msg.payload.size()));
     dest.append(q.data(), q.data() + q.size());
   }
