@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "common/strings.h"
+
 namespace vfio_gpu {
 
 const TomlValue* TomlValue::Find(std::string_view key) const {
@@ -29,29 +31,8 @@ std::vector<std::string> TomlValue::Strings() const {
 }
 
 std::string TomlQuote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out + "\"";
+  // A JSON string with \uXXXX escapes is also a valid TOML basic string.
+  return Quote(s);
 }
 
 namespace {
