@@ -309,8 +309,13 @@ def check_daemonset(c):
             c.check(len(inits) == 1 and inits[0]["name"] == "install", f"{where}: no 'install' init container")
             if inits:
                 cmd = inits[0].get("command", []) + inits[0].get("args", [])
-                c.check(cmd == ["vfio-gpu", "install", "--host-root", "/host"],
-                        f"{where}: installer runs {cmd}, want vfio-gpu install --host-root /host")
+                want = ["vfio-gpu", "install", "--host-root", "/host", "--bind-gpus", "--config",
+                        "/etc/vfio-gpu/config.json"]
+                c.check(cmd == want, f"{where}: installer runs {cmd}, want {' '.join(want)}")
+                mounts = {m["name"]: m for m in inits[0].get("volumeMounts", [])}
+                c.check(mounts.get("config", {}).get("mountPath") == "/etc/vfio-gpu"
+                        and mounts["config"].get("readOnly") is True,
+                        f"{where}: the installer needs the ConfigMap read-only at /etc/vfio-gpu for --bind-gpus")
                 c.check(len(root_vols) == 1 and [ct for ct, m in mounted_by.get(root_vols[0], [])] == ["install"]
                         and mounted_by[root_vols[0]][0][1]["mountPath"] == "/host",
                         f"{where}: host root must be mounted at /host by the install container only")
