@@ -5,29 +5,13 @@
 # lists are refreshed only when something is missing. Prints the kernel image it found, last.
 set -euo pipefail
 
-packages=(
-  linux-image-amd64 # the guest kernel and /lib/modules/<ver> (vfio, 9p, overlay, virtio)
-  busybox-static    # the initramfs userland (one static binary)
-  qemu-system-x86   # boots the guest; also runs nested inside it for the QMP scenarios
-  cpio              # packs the initramfs (newc format)
-  kmod              # modinfo / modules.dep to resolve the modules the guest loads
-  python3           # the runner and the guest-side QMP exchange (stdlib only)
-)
-
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-
-if ((${#missing[@]})); then
-  SUDO=""
-  [[ $(id -u) -eq 0 ]] || SUDO="sudo"
-  echo "e2e-guest-setup: installing ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
-else
-  echo "e2e-guest-setup: all ${#packages[@]} packages present"
-fi
+"$(dirname "$0")/install-deps.sh" \
+  linux-image-amd64 `# the guest kernel and /lib/modules/<ver> (vfio, 9p, overlay, virtio)` \
+  busybox-static `# the initramfs userland (one static binary)` \
+  qemu-system-x86 `# boots the guest; also runs nested inside it for the QMP scenarios` \
+  cpio `# packs the initramfs (newc format)` \
+  kmod `# modinfo / modules.dep to resolve the modules the guest loads` \
+  python3 `# the runner and the guest-side QMP exchange (stdlib only)`
 
 # The newest installed Debian kernel is the one the harness boots (e2e/guest/kernel.sh picks the same).
 kernel=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n1 || true)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency of vfio-gpu from Debian 12 packages. Idempotent: packages
 # already present are left alone, and apt's lists are refreshed only when something is missing.
+# With arguments, installs just those packages the same way (scripts/e2e-guest-setup.sh uses this).
 set -euo pipefail
 
 packages=(
@@ -24,6 +25,10 @@ packages=(
 # kubectl kustomize renders deploy/; a kubectl already on PATH (another vendor's package) is kept,
 # since Debian's kubernetes-client would conflict with it.
 command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
+
+if (($#)); then
+  packages=("$@")
+fi
 
 missing=()
 for p in "${packages[@]}"; do
