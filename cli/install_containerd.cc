@@ -124,6 +124,18 @@ FileChange ConfigChange(const std::string& path, std::optional<std::string> befo
   return c;
 }
 
+// containerd 1.x decodes `containerd.runtimes` of config.toml over its defaults and the map
+// replaces the built-in one: a config naming only our runtimes loses `runc`, and with
+// default_runtime_name = "runc" (the default) the CRI plugin then fails to load. Another default
+// name is the operator's to define (their file already had to), so only runc is added back.
+bool NeedsDefaultRunc(const TomlValue* cri) {
+  const TomlValue* containerd = cri ? cri->Find("containerd") : nullptr;
+  const TomlValue* name = containerd ? containerd->Find("default_runtime_name") : nullptr;
+  if (name && (!name->IsString() || name->str != "runc")) return false;
+  const TomlValue* runtimes = containerd ? containerd->Find("runtimes") : nullptr;
+  return !(runtimes && runtimes->Find("runc"));
+}
+
 }  // namespace
 
 std::optional<ContainerdVersion> ParseContainerdVersion(std::string_view text) {
@@ -246,6 +258,19 @@ Result<std::string> MergeV2(const std::optional<std::string>& pristine, std::str
   }
   if (!cri_inserts.empty()) edits.push_back({static_cast<size_t>(cri->line), 0, cri_inserts});
   while (!appended.empty() && Trim(appended.back()).empty()) appended.pop_back();
+  if (NeedsDefaultRunc(cri)) {
+    appended.insert(
+        appended.end(),
+        {"",
+         "# containerd 1.x: once config.toml names any CRI runtime, the names replace the built-in",
+         "# list, so the default runtime (runc) must be named too or the CRI plugin refuses to "
+         "load",
+         "# (\"no corresponding runtime configured in `containerd.runtimes` for `containerd`",
+         "# `default_runtime_name = \"runc\"`\": the kubelet loses its runtime). This file did not",
+         "# name it (Debian's own config.toml does not), so containerd's default is added back.",
+         std::string("[plugins.\"") + kCriPluginV2 + "\".containerd.runtimes.runc]",
+         "  runtime_type = \"io.containerd.runc.v2\""});
+  }
   ApplyEdits(lines, edits);
   auto block = Block({}, appended, EndFlags(pristine));
   lines.insert(lines.end(), block.begin(), block.end());
@@ -261,6 +286,10 @@ Result<std::string> MergeV2(const std::optional<std::string>& pristine, std::str
       {"plugins", kCriPluginV2, "containerd", "runtimes", kRuntimeName, "runtime_type"});
   if (!rt || rt->str != kRuntimeType)
     return Error(source + ": merging did not produce the vfio-gpu runtime; not written");
+  if (NeedsDefaultRunc(check->Find({"plugins", kCriPluginV2})))
+    return Error(source +
+                 ": merging would leave containerd's default runtime (runc) undefined, "
+                 "which disables the CRI plugin; not written");
   return result;
 }
 
