@@ -1,6 +1,5 @@
 // The CLI as operators run it: through the binary, reading its stdout, stderr and exit code.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <string>
@@ -8,6 +7,7 @@
 #include "common/files.h"
 #include "common/json.h"
 #include "hostmodel/fake_host.h"
+#include "test/support/run_binary.h"
 #include "test/support/temp_dir.h"
 
 namespace vfio_gpu {
@@ -15,25 +15,10 @@ namespace {
 
 using testing::TempDir;
 
-struct Outcome {
-  int code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
+using testing::Outcome;
 
 Outcome VfioGpu(const std::string& args, const TempDir& tmp) {
-  std::string err_file = tmp / "stderr";
-  std::string cmd = std::string(VFIO_GPU_BIN) + " " + args + " 2>" + err_file;
-  Outcome r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.err = ReadFile(err_file).ok() ? *ReadFile(err_file) : "";
-  return r;
+  return testing::RunCommand(std::string(VFIO_GPU_BIN) + " " + args, tmp / "stderr");
 }
 
 class CliTest : public ::testing::Test {

@@ -4,7 +4,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -14,6 +13,7 @@
 
 #include "common/files.h"
 #include "hostmodel/fake_host.h"
+#include "test/support/run_binary.h"
 #include "test/support/temp_dir.h"
 
 namespace vfio_gpu {
@@ -21,25 +21,10 @@ namespace {
 
 using testing::TempDir;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::Outcome;
 
 Outcome Shell(const std::string& cmd, const TempDir& tmp) {
-  std::string err_file = tmp / "stderr";
-  Outcome r;
-  FILE* p = popen((cmd + " 2>" + err_file).c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto err = ReadFile(err_file);
-  r.err = err.ok() ? *err : "";
-  return r;
+  return testing::RunCommand(cmd, tmp / "stderr");
 }
 
 // Every regular file under a directory with its content and mode: "did anything change?"

@@ -2,7 +2,6 @@
 // are e1000e NICs whose `failover_pair_id` holds a BDF (--device-type/--host-property point the
 // audit at them); the ledger is a claim directory in the test's run dir.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include "qmp/qmp_session.h"
 #include "shim-hooks/ledger.h"
 #include "test/qmp/qemu_vm.h"
+#include "test/support/run_binary.h"
 #include "test/support/temp_dir.h"
 
 namespace vfio_gpu::qmp {
@@ -22,11 +22,7 @@ using namespace std::chrono_literals;
 using testing::QemuVm;
 using testing::TempDir;
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::Outcome;
 
 class AuditCliTest : public ::testing::Test {
  protected:
@@ -61,19 +57,7 @@ class AuditCliTest : public ::testing::Test {
   }
 
   Outcome Run(const std::string& args) {
-    std::string err_file = tmp_ / "stderr";
-    std::string cmd = std::string(VFIO_GPU_BIN) + " audit " + args + " 2>" + err_file;
-    Outcome r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-    int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    auto err = ReadFile(err_file);
-    r.err = err.ok() ? *err : "";
-    return r;
+    return testing::RunCommand(std::string(VFIO_GPU_BIN) + " audit " + args, tmp_ / "stderr");
   }
 
   std::string Nics() const {
