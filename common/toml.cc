@@ -8,6 +8,13 @@
 
 namespace vfio_gpu {
 
+TomlValue::TomlValue() = default;
+TomlValue::~TomlValue() = default;
+TomlValue::TomlValue(const TomlValue&) = default;
+TomlValue::TomlValue(TomlValue&&) noexcept = default;
+TomlValue& TomlValue::operator=(const TomlValue&) = default;
+TomlValue& TomlValue::operator=(TomlValue&&) noexcept = default;
+
 const TomlValue* TomlValue::Find(std::string_view key) const {
   if (type != Type::kTable) return nullptr;
   for (const auto& [k, v] : table)

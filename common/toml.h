@@ -32,6 +32,15 @@ struct TomlValue {
   bool defined = false;      // a table with its own [header] (not only implied by [a.b.c])
   bool table_array = false;  // an array built by [[header]]
 
+  // Declared here, defined in toml.cc: a table holds pairs of TomlValue, and clang (with
+  // libstdc++) cannot instantiate the implicit members while the type is still incomplete.
+  TomlValue();
+  ~TomlValue();
+  TomlValue(const TomlValue&);
+  TomlValue(TomlValue&&) noexcept;
+  TomlValue& operator=(const TomlValue&);
+  TomlValue& operator=(TomlValue&&) noexcept;
+
   bool IsTable() const { return type == Type::kTable; }
   bool IsString() const { return type == Type::kString; }
   // The child named `key` of a table; nullptr when absent or not a table.

@@ -12,7 +12,7 @@ clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-reco
   "$root/test/shim/fuzz_spec_reader.cc" \
   "$root/shim-hooks/oci_spec.cc" "$root/shim-hooks/runtime_options.cc" \
   "$root/shim-hooks/kata_config.cc" "$root/shim-hooks/annotation_guard.cc" \
-  "$root/common/json.cc" "$root/common/strings.cc" "$root/common/files.cc" \
+  "$root/common/json.cc" "$root/common/strings.cc" "$root/common/files.cc" "$root/common/toml.cc" \
   $(pkg-config --libs json-c) -o "$out/fuzz_spec_reader"
 # Seeds: realistic specs and runtime options.
 printf '%s' '{"annotations":{"io.kubernetes.cri.container-type":"sandbox","io.kubernetes.cri.sandbox-name":"p","io.kubernetes.cri.sandbox-namespace":"n","io.katacontainers.config.hypervisor.path":"/x","cdi.k8s.io/gpu":"nvidia.com/pgpu=0"},"linux":{"devices":[{"path":"/dev/vfio/25","type":"c","major":241,"minor":25},{"path":"/dev/vfio/devices/vfio3","type":"c","major":511,"minor":3}]}}' > "$out/corpus/seed-spec.json"

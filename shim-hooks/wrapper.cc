@@ -268,12 +268,7 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
     const char* env = std::getenv("KATA_CONF_FILE");
     KataConfigView kata;
     if (chosen.empty() && opts && !opts->config_body.empty()) {
-      auto doc = ParseMiniToml(opts->config_body, "runtime options ConfigBody");
-      if (doc)
-        kata = KataViewFromDocs("runtime options ConfigBody", {*doc});
-      else
-        kata.error = doc.error().message();
-      kata.path = "runtime options ConfigBody";
+      kata = KataViewFromText("runtime options ConfigBody", opts->config_body);
     } else {
       kata = ReadKataConfig(EffectiveKataConfigPath(chosen, env ? env : ""));
     }

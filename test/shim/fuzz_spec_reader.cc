@@ -22,6 +22,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)spec->Dump();
   }
   (void)vfio_gpu::DecodeRuntimeOptions(text);
-  (void)vfio_gpu::ParseMiniToml(text, "fuzz.toml");
+  (void)vfio_gpu::KataViewFromText("fuzz.toml", text);
   return 0;
 }

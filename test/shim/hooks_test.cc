@@ -270,7 +270,7 @@ TEST_F(HooksTest, ColdPlugPlanAddsAllocatedGroupsToTheSandbox) {
 }
 
 TEST(KataConfig, QemuWithPortsIsGpuCapableClhIsNot) {
-  auto qemu = ParseMiniToml(R"(# Kata
+  auto qemu = ParseToml(R"(# Kata
 [hypervisor.qemu]
 path = "/opt/kata/bin/qemu-system-x86_64"
 kernel_params = "a=b # not a comment"
@@ -280,19 +280,22 @@ cold_plug_vfio = "no-port"
 [runtime]
 pod_resource_api_sock = "/var/lib/kubelet/pod-resources/kubelet.sock"
 )",
-                            "q.toml");
+                        "q.toml");
   ASSERT_TRUE(qemu.ok()) << qemu.error().message();
-  EXPECT_EQ((*qemu)["hypervisor.qemu"]["kernel_params"], "a=b # not a comment");
-  auto dropin = ParseMiniToml("[hypervisor.qemu]\ncold_plug_vfio = \"root-port\"\n", "50.toml");
+  EXPECT_EQ(qemu->Find({"hypervisor", "qemu", "kernel_params"})->str, "a=b # not a comment");
+  auto dropin = ParseToml("[hypervisor.qemu]\ncold_plug_vfio = \"root-port\"\n", "50.toml");
   ASSERT_TRUE(dropin.ok());
   KataConfigView base = KataViewFromDocs("q.toml", {*qemu});
   EXPECT_FALSE(base.GpuCapable());
+  EXPECT_EQ(base.hypervisor, "qemu");
+  EXPECT_EQ(base.cold_plug_vfio, "no-port");
   KataConfigView with = KataViewFromDocs("q.toml", {*qemu, *dropin});
   EXPECT_TRUE(with.GpuCapable());
-  auto clh =
-      ParseMiniToml("[hypervisor.clh]\npath = \"/opt/kata/bin/cloud-hypervisor\"\n", "c.toml");
+  auto clh = ParseToml("[hypervisor.clh]\npath = \"/opt/kata/bin/cloud-hypervisor\"\n", "c.toml");
+  ASSERT_TRUE(clh.ok());
   KataConfigView c = KataViewFromDocs("c.toml", {*clh, *dropin});
   EXPECT_FALSE(c.GpuCapable());  // a QEMU drop-in never makes CLH GPU-capable
+  EXPECT_NE(c.error.find("several hypervisors (clh, qemu)"), std::string::npos) << c.error;
 
   ShimConfig cfg;
   SpecIdentity sb;
@@ -318,6 +321,28 @@ TEST(KataConfig, ReadsDropInsBesideTheFile) {
                   .ok());
   EXPECT_TRUE(ReadKataConfig(t.path() + "/configuration-qemu-nvidia-gpu.toml").GpuCapable());
   EXPECT_FALSE(ReadKataConfig(t.path() + "/missing.toml").error.empty());
+}
+
+// The shared TOML reader's strictness reaches the runtime hook: a malformed or doubly-defined
+// key in a drop-in is an error naming the file and line, never a silently GPU-capable view.
+TEST(KataConfig, BadTomlIsAnErrorNamingFileAndLine) {
+  vfio_gpu::testing::TempDir t;
+  ASSERT_TRUE(MakeDirs(t.path() + "/config.d").ok());
+  std::string base = t.path() + "/configuration.toml";
+  ASSERT_TRUE(WriteFileAtomic(base, "[hypervisor.qemu]\ncold_plug_vfio = \"root-port\"\n").ok());
+  EXPECT_TRUE(ReadKataConfig(base).GpuCapable());
+  ASSERT_TRUE(WriteFileAtomic(t.path() + "/config.d/10-bad.toml",
+                              "[hypervisor.qemu]\nhot_plug_vfio = \"root-port\"\n"
+                              "hot_plug_vfio = \"no-port\"\n")
+                  .ok());
+  KataConfigView v = ReadKataConfig(base);
+  EXPECT_FALSE(v.GpuCapable());
+  EXPECT_NE(v.error.find("10-bad.toml:3"), std::string::npos) << v.error;
+  KataConfigView body = KataViewFromText("runtime options ConfigBody", "[hypervisor.qemu\n");
+  EXPECT_FALSE(body.GpuCapable());
+  EXPECT_NE(body.error.find("runtime options ConfigBody:1"), std::string::npos) << body.error;
+  EXPECT_TRUE(
+      KataViewFromText("b", "[hypervisor.qemu]\nhot_plug_vfio = 'bridge-port'\n").GpuCapable());
 }
 
 TEST(RuntimeOptions, DecodesAnyAndBootstrapParams) {
