@@ -114,3 +114,35 @@ scan_agrees() {
     skip "$1" "no vfio-gpu in ${E2E_BIN:-<no bin dir>} yet"
   fi
 }
+
+# start_nested_qemu SOCK: a second QEMU like scenario 30's (-S, TCG, q35, 128M, pcie-root-ports
+# rp0..rp3, QMP on SOCK), daemonized. Sets NESTED_PID and NESTED_SECS (start time); its stderr goes to
+# SOCK's name with .log. Fails with that log in REPLY.
+start_nested_qemu() {
+  local sock=$1 base=${1%.sock} t0 t1
+  NESTED_PID='' NESTED_SECS=''
+  rm -f "$sock" "$base.pid"
+  read -r t0 _ </proc/uptime
+  if ! qemu-system-x86_64 -S -accel tcg -machine q35 -nodefaults -display none -m 128M \
+    -device pcie-root-port,id=rp0,chassis=1,addr=0x2 -device pcie-root-port,id=rp1,chassis=2,addr=0x3 \
+    -device pcie-root-port,id=rp2,chassis=3,addr=0x4 -device pcie-root-port,id=rp3,chassis=4,addr=0x5 \
+    -qmp "unix:$sock,server=on,wait=off" -daemonize -pidfile "$base.pid" >"$base.log" 2>&1; then
+    read -r -d '' REPLY <"$base.log"
+    return 1
+  fi
+  read -r t1 _ </proc/uptime
+  read -r NESTED_PID <"$base.pid"
+  NESTED_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
+}
+
+# stop_nested_qemu PID: SIGTERM (QEMU exits cleanly and releases its VFIO groups), SIGKILL after 5 s.
+stop_nested_qemu() {
+  local i
+  [[ -n $1 ]] || return 0
+  kill "$1" 2>/dev/null
+  for ((i = 0; i < 50; i++)); do
+    [[ -d /proc/$1 ]] || return 0
+    nap 0.1
+  done
+  kill -9 "$1" 2>/dev/null
+}

@@ -54,6 +54,11 @@ def topology() -> list:
         "-device", "pxb-pcie,id=pxb1,bus_nr=128,numa_node=1,bus=pcie.0,addr=0x7",
         "-device", "pcie-root-port,id=rp9,bus=pxb1,chassis=9",  # 80:00.0
         "-device", "VGA,bus=rp9",  # 81:00.0
+        # 00:09: a GPU the shim governs (AMD vendor, VGA class) with an HD audio function, as a
+        # consumer GPU brings: one group of two, for the shim-dedup scenario.
+        "-device", "pcie-root-port,id=rp10,chassis=10,bus=pcie.0,addr=0x9",
+        "-device", "ati-vga,bus=rp10,addr=0.0,multifunction=on",  # 09:00.0
+        "-device", "intel-hda,bus=rp10,addr=0.1",  # 09:00.1
     ]
 
 

@@ -8,12 +8,12 @@ fi
 pass iommu-active "DMA remapping on, IOMMU groups exist"
 
 bad=()
-for role in LONE_EDU LONE_NIC LONE_NVME SWITCH_EDU SWITCH_NIC MF_GPU MF_AUDIO NUMA_VGA; do
+for role in LONE_EDU LONE_NIC LONE_NVME SWITCH_EDU SWITCH_NIC MF_GPU MF_AUDIO NUMA_VGA SHIM_GPU SHIM_AUDIO; do
   bdf=${!role} want=${role}_ID
   pci_id "$bdf"
   [[ $REPLY == "${!want}" ]] || bad+=("$role=$bdf has '${REPLY}' not ${!want}")
 done
-if ((${#bad[@]})); then fail topology "${bad[*]}"; else pass topology "all 8 endpoints where topology.env puts them"; fi
+if ((${#bad[@]})); then fail topology "${bad[*]}"; else pass topology "all 10 endpoints where topology.env puts them"; fi
 
 for g in /sys/kernel/iommu_groups/*; do
   group_members "${g##*/}"
