@@ -112,7 +112,9 @@ int main(int argc, char** argv) {
   v1beta1::AllocateResponse resp;
   for (int i = 0; i < calls + 200; ++i) {
     auto t0 = Clock::now();
-    auto s = kubelet.Allocate(res, {ids[static_cast<size_t>(i) % ids.size()]}, &resp);
+    // No deadline, as the kubelet calls Allocate.
+    auto s = kubelet.Allocate(res, {ids[static_cast<size_t>(i) % ids.size()]}, &resp,
+                              std::chrono::milliseconds(0));
     double d = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     if (!s.ok()) {
       std::fprintf(stderr, "Allocate failed: %s\n", s.error_message().c_str());

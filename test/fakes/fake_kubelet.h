@@ -96,7 +96,8 @@ class FakeKubelet {
   int ListAndWatchUpdates(const std::string& resource) const;
 
   // Calls into the registered plugin of `resource`, like the kubelet's device manager does.
-  // FAILED_PRECONDITION when `resource` is not registered.
+  // FAILED_PRECONDITION when `resource` is not registered. Allocate with a zero timeout sets no
+  // deadline, as the kubelet does.
   grpc::Status Allocate(const std::string& resource, const v1beta1::AllocateRequest& request,
                         v1beta1::AllocateResponse* response,
                         std::chrono::milliseconds timeout = std::chrono::seconds(5));
