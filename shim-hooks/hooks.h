@@ -115,13 +115,21 @@ struct PodAllocation {
 };
 
 // ---- Cold-plug planning (Kata < 3.24) ----
-// Adds the pod's allocated GPU groups to a sandbox spec (linux.devices) so Kata cold-plugs them,
-// and the matching refs so later hooks validate and claim them.
+// Names the pod's allocated GPUs in a sandbox spec so Kata cold-plugs them, and adds the matching
+// refs so later hooks validate, authorize and claim them. A unit the spec already names (device,
+// cdev or CDI annotation) is left alone, so every BDF is referenced exactly once. Form (config
+// cold_plug_form): one CDI annotation per kind, `cdi.k8s.io/vfio-gpu_<kind with / as _>:
+// <kind>=<unit ID>,...` (Kata without the pod resources socket cold-plugs from these), or
+// /dev/vfio/<N> entries in linux.devices.
 HookResult PlanColdPlug(OciSpec& spec, std::vector<VfioRef>& refs,
                         const std::optional<PodAllocation>& allocation, const HostFacts& host,
                         const ShimConfig& cfg);
 
 // ---- Validate ----
+// The annotation key the plan uses for a CDI kind: CDI's AnnotationKey("vfio-gpu", kind): the
+// name part is "vfio-gpu_" + kind with '/' as '_' (alphanumerics, '_', '-', '.'; <= 63 chars).
+std::string ColdPlugAnnotationKey(const std::string& kind);
+
 HookResult Validate(const std::vector<VfioRef>& refs, const HostFacts& host, const ShimConfig& cfg);
 
 // ---- Authorize ----

@@ -22,6 +22,7 @@ const std::vector<std::string> kShimConfigKeys = {"downstream_shim",
                                                   "annotation_policy",
                                                   "kata_annotation_allowlist",
                                                   "kata_pod_resources",
+                                                  "cold_plug_form",
                                                   "cdi_dirs",
                                                   "pod_resources_timeout_ms",
                                                   "pod_resources_client",
@@ -41,6 +42,10 @@ std::string AuthorizeModeName(AuthorizeMode m) {
       return "off";
   }
   return "?";
+}
+
+std::string ColdPlugFormName(ColdPlugForm f) {
+  return f == ColdPlugForm::kLinuxDevices ? "linux-devices" : "cdi-annotations";
 }
 
 namespace {
@@ -101,6 +106,14 @@ Result<ShimConfig> ShimConfigFromJson(const std::string& text, const std::string
   }
   if (auto l = o.Strings("kata_annotation_allowlist")) c.kata_annotation_allowlist = *l;
   if (auto b = o.Bool("kata_pod_resources")) c.kata_pod_resources = *b;
+  if (auto f = o.String("cold_plug_form")) {
+    if (*f == "cdi-annotations")
+      c.cold_plug_form = ColdPlugForm::kCdiAnnotations;
+    else if (*f == "linux-devices")
+      c.cold_plug_form = ColdPlugForm::kLinuxDevices;
+    else
+      o.Fail("cold_plug_form", "\"" + *f + "\" is not one of cdi-annotations, linux-devices");
+  }
   if (auto d = o.Strings("cdi_dirs")) c.cdi_dirs = *d;
   if (auto t = o.Int("pod_resources_timeout_ms")) {
     if (*t < 10 || *t > 60000)

@@ -16,6 +16,11 @@ inline constexpr const char* kDefaultShimConfig = "/etc/vfio-gpu/shim.json";
 
 enum class AuthorizeMode { kEnforce, kWarn, kOff };
 enum class AnnotationPolicy { kStrip, kDeny };
+// How the cold-plug plan (kata_pod_resources = false) names the pod's GPUs in the sandbox spec.
+enum class ColdPlugForm {
+  kCdiAnnotations,  // cdi.k8s.io/vfio-gpu_<kind>: <kind>=<unit ID>,...: what Kata < 3.24 reads
+  kLinuxDevices,    // /dev/vfio/<N> entries in linux.devices
+};
 
 struct ShimConfig {
   // The real shim: a path, or a name looked up on PATH.
@@ -43,6 +48,9 @@ struct ShimConfig {
   // Kata >= 3.24 asks the pod resources API itself; false plans the cold plug into the sandbox
   // spec.
   bool kata_pod_resources = true;
+  // The form of that plan: "cdi-annotations" (default; what users wrote by hand,
+  // `cdi.k8s.io/gpu: nvidia.com/pgpu=0`) or "linux-devices".
+  ColdPlugForm cold_plug_form = ColdPlugForm::kCdiAnnotations;
   // CDI spec dirs, later wins.
   std::vector<std::string> cdi_dirs = {"/etc/cdi", "/var/run/cdi"};
   int pod_resources_timeout_ms = 2000;
@@ -69,5 +77,6 @@ Result<ShimConfig> ShimConfigFromJson(const std::string& text, const std::string
 Result<ShimConfig> LoadShimConfig();
 
 std::string AuthorizeModeName(AuthorizeMode m);
+std::string ColdPlugFormName(ColdPlugForm f);
 
 }  // namespace vfio_gpu

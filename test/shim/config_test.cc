@@ -15,6 +15,11 @@ TEST(ShimConfig, DefaultsAndKeys) {
   EXPECT_EQ(c->LogPath(), "/run/vfio-gpu/shim.log");
   EXPECT_EQ(c->resources, (std::vector<std::string>{"nvidia.com/pgpu", "nvidia.com/nvswitch"}));
   EXPECT_EQ(c->authorize, AuthorizeMode::kEnforce);
+  EXPECT_EQ(c->cold_plug_form, ColdPlugForm::kCdiAnnotations);
+  auto dev = ShimConfigFromJson(R"({"cold_plug_form":"linux-devices"})", "shim.json");
+  ASSERT_TRUE(dev.ok());
+  EXPECT_EQ(dev->cold_plug_form, ColdPlugForm::kLinuxDevices);
+  EXPECT_EQ(ColdPlugFormName(dev->cold_plug_form), "linux-devices");
   auto shipped = ShimConfigFromJson(R"({"downstream_shim":"/opt/kata/bin/containerd-shim-kata-v2",
     "sysfs_root":"/sys","dev_root":"/dev","run_dir":"/run/vfio-gpu",
     "pod_resources_socket":"/var/lib/kubelet/pod-resources/kubelet.sock",
@@ -33,6 +38,9 @@ TEST(ShimConfig, UnknownKeysAndBadValuesNameTheKey) {
   ASSERT_FALSE(b.ok());
   EXPECT_NE(b.error().message().find("\"authorize\""), std::string::npos);
   EXPECT_FALSE(ShimConfigFromJson(R"({"resources":["pgpu"]})", "s").ok());
+  auto f = ShimConfigFromJson(R"({"cold_plug_form":"devices"})", "shim.json");
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message().find("\"cold_plug_form\""), std::string::npos);
   EXPECT_FALSE(ShimConfigFromJson(R"({"run_dir":"relative"})", "s").ok());
   EXPECT_TRUE(ReadShimConfig("/nonexistent/shim.json", false).ok());
   EXPECT_FALSE(ReadShimConfig("/nonexistent/shim.json", true).ok());

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <map>
+#include <set>
+
 #include "common/files.h"
 #include "hostmodel/fake_host.h"
 #include "hostmodel/scanner.h"
@@ -249,24 +253,163 @@ TEST_F(HooksTest, GuardStripsOrRefusesHypervisorAnnotations) {
   EXPECT_NE(r.refusal->message.find("kata_annotation_allowlist"), std::string::npos);
 }
 
-TEST_F(HooksTest, ColdPlugPlanAddsAllocatedGroupsToTheSandbox) {
-  cfg_.kata_pod_resources = false;
-  OciSpec s = Spec(SandboxSpec(), "5f1c");
+// Every BDF the later hooks see, with how often: the exactly-once property of a spec.
+std::map<std::string, int> BdfCounts(const std::vector<VfioRef>& refs) {
+  std::map<std::string, int> n;
+  for (const auto& r : refs)
+    if (!r.unit_id.empty())
+      for (const auto& b : r.bdfs) ++n[b];
+  return n;
+}
+
+PodAllocation Allocated(std::set<std::string> units) {
   PodAllocation a;
   a.found = true;
-  a.units = {"0000:b1:00.0"};
+  a.method = "Get";
+  a.units = units;
+  a.by_resource["nvidia.com/pgpu"] = std::move(units);
+  return a;
+}
+
+TEST_F(HooksTest, ColdPlugPlanNamesAllocatedGpusInCdiAnnotationsByDefault) {
+  cfg_.kata_pod_resources = false;
+  ASSERT_EQ(cfg_.cold_plug_form, ColdPlugForm::kCdiAnnotations);
+  OciSpec s = Spec(SandboxSpec(), "5f1c");
+  PodAllocation a = Allocated({"0000:b1:00.0", "0000:17:00.0"});
+  HostFacts f = Facts(s, {182, 25});
+  std::vector<VfioRef> refs;
+  auto r = PlanColdPlug(s, refs, a, f, cfg_);
+  ASSERT_FALSE(r.refusal);
+  EXPECT_TRUE(s.devices.empty());  // nothing in linux.devices: Kata cold-plugs from CDI names
+  const std::string key = "cdi.k8s.io/vfio-gpu_nvidia.com_pgpu";
+  EXPECT_EQ(s.annotations[key], "nvidia.com/pgpu=0000:17:00.0,nvidia.com/pgpu=0000:b1:00.0");
+  EXPECT_EQ(s.root.Get("annotations").Get(key).AsString(), s.annotations[key]);
+  EXPECT_TRUE(s.dirty);
+  // CDI's annotation key rules: name part <= 63 chars of [A-Za-z0-9_.-], alphanumeric at the ends.
+  std::string name = key.substr(std::string("cdi.k8s.io/").size());
+  EXPECT_LE(name.size(), 63u);
+  for (char c : name)
+    EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')
+        << name;
+  // The names parse as the annotations the Collect hook reads (so a re-run is a no-op) ...
+  auto names = CdiAnnotationNames(s, cfg_);
+  ASSERT_EQ(names.size(), 2u);
+  for (const auto& [k, n] : names) EXPECT_TRUE(ParseCdiName(n)) << n;
+  // ... and the later hooks see each BDF once, allocated, claimed once.
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_FALSE(Validate(refs, f, cfg_).refusal);
+  EXPECT_FALSE(Authorize(refs, s.identity, a, cfg_).refusal);
+  DedupResult d = Deduplicate(s, refs, f, {}, cfg_);
+  ASSERT_FALSE(d.result.refusal);
+  ASSERT_EQ(d.claims.size(), 2u);
+  EXPECT_NE(d.claims[0].bdf, d.claims[1].bdf);
+  for (const auto& [bdf, n] : BdfCounts(refs)) EXPECT_EQ(n, 1) << bdf;
+  EXPECT_EQ(s.annotations[key], "nvidia.com/pgpu=0000:17:00.0,nvidia.com/pgpu=0000:b1:00.0");
+  EXPECT_TRUE(s.devices.empty());
+}
+
+// A sandbox spec that already names allocated GPUs (a device entry, a hand-written annotation with
+// the plugin's alias) gets only the missing one planned: no GPU twice, whatever named it.
+TEST_F(HooksTest, ColdPlugPlanSkipsGpusTheSandboxAlreadyNames) {
+  std::string cdi = tmp_.path() + "/cdi";
+  ASSERT_TRUE(MakeDirs(cdi).ok());
+  ASSERT_TRUE(WriteFileAtomic(cdi + "/vfio-gpu-nvidia.com-pgpu.json",
+                              R"({"cdiVersion":"0.5.0","kind":"nvidia.com/pgpu",
+    "devices":[{"name":"0000:31:00.0","containerEdits":{"deviceNodes":[{"path":"/dev/vfio/31"}]}},
+               {"name":"1","containerEdits":{"deviceNodes":[{"path":"/dev/vfio/31"}]}}]})")
+                  .ok());
+  cfg_.cdi_dirs = {cdi};
+  cfg_.kata_pod_resources = false;
+  OciSpec s = Spec(SandboxSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]",
+                               R"("cdi.k8s.io/gpu":"nvidia.com/pgpu=1",)"),
+                   "5f1c");
+  PodAllocation a = Allocated({"0000:17:00.0", "0000:31:00.0", "0000:b1:00.0"});
+  HostFacts f = Facts(s, {25, 31, 182});
+  CdiRegistry reg = CdiRegistry::Load(cfg_.cdi_dirs, cfg_.resources);
+  auto refs = Collect(s, f, reg, cfg_).refs;
+  ASSERT_EQ(refs.size(), 2u);
+  auto r = PlanColdPlug(s, refs, a, f, cfg_);
+  ASSERT_FALSE(r.refusal);
+  ASSERT_EQ(refs.size(), 3u);
+  EXPECT_EQ(refs[2].unit_id, "0000:b1:00.0");
+  EXPECT_EQ(s.annotations["cdi.k8s.io/vfio-gpu_nvidia.com_pgpu"], "nvidia.com/pgpu=0000:b1:00.0");
+  EXPECT_EQ(s.annotations["cdi.k8s.io/gpu"], "nvidia.com/pgpu=1");
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_FALSE(Validate(refs, f, cfg_).refusal);
+  EXPECT_FALSE(Authorize(refs, s.identity, a, cfg_).refusal);
+  DedupResult d = Deduplicate(s, refs, f, {}, cfg_);
+  ASSERT_FALSE(d.result.refusal);
+  EXPECT_EQ(d.claims.size(), 3u);
+  auto counts = BdfCounts(refs);
+  EXPECT_EQ(counts.size(), 3u);
+  for (const auto& [bdf, n] : counts) EXPECT_EQ(n, 1) << bdf;
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.devices[0].path, "/dev/vfio/25");
+}
+
+// The plan's annotation for a GPU a device entry of the same spec also names is dropped by dedup
+// (the device stays, in the form Kata expects), so the GPU is attached once.
+TEST_F(HooksTest, ColdPlugAnnotationAndDeviceForTheSameGpuCollapse) {
+  cfg_.kata_pod_resources = false;
+  OciSpec s = Spec(SandboxSpec(), "5f1c");
+  PodAllocation a = Allocated({"0000:17:00.0"});
+  HostFacts f = Facts(s, {25});
+  std::vector<VfioRef> refs;
+  ASSERT_FALSE(PlanColdPlug(s, refs, a, f, cfg_).refusal);
+  // Something after planning (another path) names the same GPU as a device.
+  s.SetDevices({CharDeviceEntry("/dev/vfio/25", 241, 25)});
+  VfioRef dev = Refs(s, Facts(s, {25})).front();
+  refs.insert(refs.begin(), dev);
+  DedupResult d = Deduplicate(s, refs, f, {}, cfg_);
+  ASSERT_FALSE(d.result.refusal);
+  EXPECT_EQ(d.claims.size(), 1u);
+  EXPECT_EQ(s.annotations.count("cdi.k8s.io/vfio-gpu_nvidia.com_pgpu"), 0u);
+  EXPECT_EQ(s.devices.size(), 1u);
+  for (const auto& [bdf, n] : BdfCounts(refs)) EXPECT_EQ(n, 1) << bdf;
+}
+
+TEST_F(HooksTest, ColdPlugPlanInLinuxDevicesFormAndWhenKataAsksItself) {
+  cfg_.kata_pod_resources = false;
+  cfg_.cold_plug_form = ColdPlugForm::kLinuxDevices;
+  OciSpec s = Spec(SandboxSpec(), "5f1c");
+  PodAllocation a = Allocated({"0000:b1:00.0"});
   HostFacts f = Facts(s, {182});
   std::vector<VfioRef> refs;
   auto r = PlanColdPlug(s, refs, a, f, cfg_);
   ASSERT_FALSE(r.refusal);
   ASSERT_EQ(s.devices.size(), 1u);
   EXPECT_EQ(s.devices[0].path, "/dev/vfio/182");
+  EXPECT_EQ(s.annotations.count("cdi.k8s.io/vfio-gpu_nvidia.com_pgpu"), 0u);
   ASSERT_EQ(refs.size(), 1u);
   EXPECT_EQ(refs[0].unit_id, "0000:b1:00.0");
+  DedupResult d = Deduplicate(s, refs, f, {}, cfg_);
+  ASSERT_FALSE(d.result.refusal);
+  EXPECT_EQ(d.claims.size(), 1u);
+  // Kata >= 3.24 asks the pod resources API itself: no plan.
   cfg_.kata_pod_resources = true;
   OciSpec t = Spec(SandboxSpec(), "5f1c");
   std::vector<VfioRef> none;
   EXPECT_TRUE(PlanColdPlug(t, none, a, f, cfg_).decisions.empty());
+  EXPECT_FALSE(t.dirty);
+  // A unit the kubelet allocated but the node no longer has: permanent, quarantined.
+  cfg_.kata_pod_resources = false;
+  OciSpec u = Spec(SandboxSpec(), "5f1c");
+  auto gone = PlanColdPlug(u, none, Allocated({"0000:ee:00.0"}), f, cfg_);
+  ASSERT_TRUE(gone.refusal);
+  EXPECT_EQ(gone.refusal->kind, ErrorKind::kPermanent);
+  EXPECT_EQ(gone.refusal->quarantine.count("0000:ee:00.0"), 1u);
+}
+
+TEST(ColdPlug, AnnotationKeysAreShortValidAndUniquePerKind) {
+  EXPECT_EQ(ColdPlugAnnotationKey("nvidia.com/pgpu"), "cdi.k8s.io/vfio-gpu_nvidia.com_pgpu");
+  EXPECT_EQ(ColdPlugAnnotationKey("nvidia.com/nvswitch"),
+            "cdi.k8s.io/vfio-gpu_nvidia.com_nvswitch");
+  EXPECT_NE(ColdPlugAnnotationKey("nvidia.com/GA102GL_A10"),
+            ColdPlugAnnotationKey("nvidia.com/pgpu"));
+  std::string longer(80, 'a');
+  std::string k = ColdPlugAnnotationKey("example.com/" + longer);
+  EXPECT_LE(k.size() - std::string("cdi.k8s.io/").size(), 63u);
+  EXPECT_NE(k, ColdPlugAnnotationKey("example.com/" + longer + "b"));
 }
 
 TEST(KataConfig, QemuWithPortsIsGpuCapableClhIsNot) {
