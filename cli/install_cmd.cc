@@ -169,6 +169,8 @@ int Install(Args& args) {
   // The host's sysfs under the host root, whatever the config file says for the plugin.
   config.roots.sysfs = UnderRoot(*root, "/sys");
   config.roots.dev = UnderRoot(*root, "/dev");
+  options.roots = config.roots;
+  options.selection = config.selection;
 
   auto plan = PlanInstall(options);
   if (!plan) {

@@ -1,8 +1,14 @@
 #include "cli/install_host.h"
 
+#include <algorithm>
+#include <set>
+
 #include "cli/install_embedded.h"
 #include "cli/install_paths.h"
 #include "common/files.h"
+#include "common/strings.h"
+#include "hostmodel/iommu_group.h"
+#include "hostmodel/pci_device.h"
 
 namespace vfio_gpu::cli {
 namespace {
@@ -23,7 +29,74 @@ Result<std::string> EmbeddedOrFail(std::string_view name) {
   return std::string(text);
 }
 
+bool IsNvSwitch(const PciDevice& d) {
+  return d.vendor == kVendorNvidia && (d.class_code >> 8) == (kClassOtherBridge >> 8);
+}
+
 }  // namespace
+
+PassThroughInventory CountPassThrough(const HostRoots& roots, const Selection& selection) {
+  PassThroughInventory inv;
+  auto names = ListDir(roots.PciDevices());
+  if (!names) {
+    inv.error = names.error().message();
+    return inv;
+  }
+  std::set<int> gpu_groups, switch_groups;
+  for (const auto& bdf : *names) {
+    auto d = ReadPciDevice(roots, bdf);
+    if (!d || !d->iommu_group || !selection.IsSelectedVendor(d->vendor) ||
+        !selection.Allows(d->bdf, d->vendor, d->device))
+      continue;
+    if (selection.IsGpuClass(d->class_code))
+      gpu_groups.insert(*d->iommu_group);
+    else if (IsNvSwitch(*d))
+      switch_groups.insert(*d->iommu_group);
+  }
+  for (int g : gpu_groups) switch_groups.erase(g);  // a group with a GPU is the GPU's unit
+  inv.gpu_units = static_cast<int>(gpu_groups.size());
+  inv.nvswitch_units = static_cast<int>(switch_groups.size());
+  for (const auto* groups : {&gpu_groups, &switch_groups}) {
+    for (int g : *groups) {
+      auto group = ReadIommuGroup(roots, g);
+      if (!group) continue;
+      inv.devices +=
+          static_cast<int>(std::count_if(group->members.begin(), group->members.end(),
+                                         [](const GroupMember& m) { return !m.bridge; }));
+    }
+  }
+  return inv;
+}
+
+std::string SizeKataDropIn(std::string_view dropin, const PassThroughInventory& inv) {
+  std::vector<std::string> lines = Split(dropin, '\n');
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& line = lines[i];
+    if (!StartsWith(line, "pcie_root_port")) {
+      out += line;
+      if (i + 1 < lines.size()) out += "\n";
+      continue;
+    }
+    if (!inv.error.empty()) {
+      out += "# Not sized by `vfio-gpu install`: the PCI devices could not be listed (" +
+             inv.error + "); the shipped value.\n";
+      out += line;
+    } else {
+      int ports = std::max(kMinPcieRootPorts, inv.devices);
+      out += "# Sized by `vfio-gpu install` from this node's PCI devices: " +
+             std::to_string(inv.gpu_units) + " GPU unit(s) and " +
+             std::to_string(inv.nvswitch_units) + " NVSwitch unit(s), " +
+             std::to_string(inv.devices) +
+             " device(s) to pass through\n# (their IOMMU groups' non-bridge functions), at least " +
+             std::to_string(kMinPcieRootPorts) + " (Kata's own default): " + std::to_string(ports) +
+             ". The next install run resizes it when the inventory changes.\n";
+      out += "pcie_root_port = " + std::to_string(ports);
+    }
+    if (i + 1 < lines.size()) out += "\n";
+  }
+  return out;
+}
 
 std::string KataCopyHeader(const std::string& name) {
   return "# Copied by `vfio-gpu install` from ../" + name +
@@ -97,7 +170,11 @@ Result<Plan> PlanInstall(const InstallOptions& o) {
   auto kata_text = EmbeddedOrFail("kata/config.d/50-vfio-gpu.toml");
   if (!kata) return kata.error();
   if (!kata_text) return kata_text.error();
-  kata->after = std::move(*kata_text);
+  PassThroughInventory inventory = CountPassThrough(o.roots, o.selection);
+  if (!inventory.error.empty())
+    plan.warnings.push_back("pcie_root_port in " + std::string(kKataDropIn) +
+                            " keeps the shipped value: " + inventory.error);
+  kata->after = SizeKataDropIn(*kata_text, inventory);
   plan.files.push_back(std::move(*kata));
 
   if (IsDir(UnderRoot(o.root, kCrioDir))) {

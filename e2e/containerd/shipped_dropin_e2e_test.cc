@@ -126,6 +126,11 @@ TEST_F(ShippedDropInE2E, ContainerdLoadsTheInstalledRuntimeTable) {
   EXPECT_EQ(config_path_,
             std::string(kKataDefaults) + "/vfio-gpu/configuration-qemu-nvidia-gpu.toml");
 
+  // The Kata drop-in was sized from this fake host: seed 003's four A10s and the consumer GPU
+  // with its audio function.
+  EXPECT_TRUE(Has(Slurp(Host(kKataDefaults) + "/vfio-gpu/config.d/50-vfio-gpu.toml"),
+                  "5 GPU unit(s) and 0 NVSwitch unit(s), 6 device(s) to pass through"));
+
   // The CRI plugin loaded: a config.toml naming only our runtimes would have disabled it.
   testing::Outcome plugins = containerd_->Ctr("plugins ls");
   ASSERT_EQ(plugins.code, 0) << plugins.out;

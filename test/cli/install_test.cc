@@ -382,6 +382,49 @@ TEST_F(InstallTest, RestartsContainerdOnlyWhenAskedAndOnlyOnAChange) {
       << r.out;
 }
 
+TEST_F(InstallTest, KataRootPortsFollowTheNodesInventory) {
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
+  FakeHost host(root_);  // <host root>/sys: what install reads
+  ASSERT_TRUE(BuildHgxHost(host));
+  std::string dropin = Kata("vfio-gpu/config.d/50-vfio-gpu.toml");
+  Outcome r = Install();
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_FALSE(Has(r.out, "WARNING: pcie_root_port")) << r.out;
+  std::string text = *ReadFile(dropin);
+  EXPECT_TRUE(Has(text,
+                  "8 GPU unit(s) and 4 NVSwitch unit(s), 12 device(s) to pass through\n"
+                  "# (their IOMMU groups' non-bridge functions), at least 8 (Kata's own default): "
+                  "12. The next install run resizes it when the inventory changes.\n"
+                  "pcie_root_port = 12\n"))
+      << text;
+  EXPECT_TRUE(Has(Install().out, "nothing to do"));
+
+  // Two GPUs gone (pulled for repair): the next run resizes, and only the drop-in changes.
+  ASSERT_TRUE(host.Remove("0000:18:00.0"));
+  ASSERT_TRUE(host.Remove("0000:2a:00.0"));
+  r = Install();
+  EXPECT_TRUE(Has(r.out,
+                  "updated    /opt/kata/share/defaults/kata-containers/vfio-gpu/config.d/"
+                  "50-vfio-gpu.toml"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out, "1 change(s)")) << r.out;
+  EXPECT_TRUE(Has(*ReadFile(dropin), "6 GPU unit(s) and 4 NVSwitch unit(s), 10 device(s)"));
+  EXPECT_TRUE(Has(*ReadFile(dropin), "\npcie_root_port = 10\n"));
+}
+
+TEST_F(InstallTest, WithoutSysfsTheShippedRootPortsStayWithAWarning) {
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
+  Outcome r = Install();
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out,
+                  "WARNING: pcie_root_port in "
+                  "/opt/kata/share/defaults/kata-containers/vfio-gpu/config.d/"
+                  "50-vfio-gpu.toml keeps the shipped value: "))
+      << r.out;
+  EXPECT_TRUE(
+      Has(*ReadFile(Kata("vfio-gpu/config.d/50-vfio-gpu.toml")), "\npcie_root_port = 12\n"));
+}
+
 TEST_F(InstallTest, UsageErrors) {
   Outcome r = Vfio("install");
   EXPECT_EQ(r.code, 2);
