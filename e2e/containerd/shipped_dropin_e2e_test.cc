@@ -9,10 +9,11 @@
 // downstream is containerd-shim-runc-v2, set through VFIO_GPU_SHIM_CONFIG (a copy of the installed
 // shim.json with the downstream, the fake sysfs/dev roots, a temp run dir and authorize off, as
 // there is no kubelet). ctr does not use the CRI plugin's runtime table (only the kubelet's CRI
-// calls do), so the table is checked as containerd parsed it (its CRI plugin logs its config) and
-// ctr is given the same runtime type and ConfigPath (`--runtime-config-path`, which reaches the
-// shim as the same runtime options the CRI plugin would send, where runc can't take them: see
-// kata_config_path below).
+// calls do), so the table is checked as containerd's CRI plugin parsed it (it logs its config) and
+// ctr runs with the table's runtime type. The table's ConfigPath reaches the shim as the shim
+// config's kata_config_path: on a node the CRI plugin sends it as runtime options, which runc's
+// shim, the downstream here, refuses (Kata's options type); ctr's `--runtime-config-path` (the same
+// options) is used only where our shim refuses the start before runc would see them.
 #include <gtest/gtest.h>
 
 #include <memory>
