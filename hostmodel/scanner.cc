@@ -37,13 +37,17 @@ std::string SkipReason(const PciDevice& d) {
 Result<Snapshot> Scan(const HostRoots& roots, const Selection& selection) {
   auto names = ListDir(roots.PciDevices());
   if (!names) return names.error().Wrap("cannot scan PCI devices");
+  return ScanDevices(roots, selection, *names);
+}
 
+Snapshot ScanDevices(const HostRoots& roots, const Selection& selection,
+                     const std::vector<std::string>& bdfs) {
   Snapshot snap;
   // Candidates (GPUs and NVSwitches we may hand out), grouped by IOMMU group.
   std::map<int, std::vector<PciDevice>> by_group;
   std::map<int, bool> group_is_gpu;
 
-  for (const auto& bdf : *names) {
+  for (const auto& bdf : bdfs) {
     if (!IsBdf(bdf)) {
       snap.problems.push_back({bdf, "not a PCI address; ignored"});
       continue;

@@ -5,6 +5,7 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "hostmodel/scanner.h"
 
 namespace vfio_gpu {
 namespace {
@@ -29,17 +30,22 @@ std::optional<std::string> BdfBeforeVfioDev(const std::string& real) {
   return bdf;
 }
 
-void AddCdev(const HostRoots& roots, const OciDevice& d, const std::string& name,
-             HostFacts& facts) {
-  std::optional<std::string> bdf;
+// The BDF behind an iommufd cdev, through its device numbers (the spec's, else the host node's).
+std::optional<std::string> CdevBdf(const HostRoots& roots, const OciDevice& d,
+                                   const std::string& name) {
   std::optional<DevNum> num;
   if (d.major && d.minor) num = DevNum{*d.major, *d.minor};
   if (!num) num = CharDev(roots.VfioCdevNode(name), nullptr);
-  if (num) {
-    if (auto real = RealPath(
-            roots.DevChar(static_cast<unsigned>(num->major), static_cast<unsigned>(num->minor))))
-      bdf = BdfBeforeVfioDev(*real);
-  }
+  if (!num) return std::nullopt;
+  auto real =
+      RealPath(roots.DevChar(static_cast<unsigned>(num->major), static_cast<unsigned>(num->minor)));
+  if (!real) return std::nullopt;
+  return BdfBeforeVfioDev(*real);
+}
+
+void AddCdev(const HostRoots& roots, const OciDevice& d, const std::string& name,
+             HostFacts& facts) {
+  std::optional<std::string> bdf = CdevBdf(roots, d, name);
   if (!bdf) {  // no dev numbers: look for the device that owns vfio-dev/<name>
     for (const auto& u : facts.snapshot.units)
       for (const auto& m : u.members)
@@ -74,6 +80,44 @@ void AddGroupFacts(const HostRoots& roots, int group, HostFacts& facts) {
   }
   gf.node = CharDev(roots.VfioGroupNode(group), &gf.node_present);
   facts.groups[group] = std::move(gf);
+}
+
+std::optional<int> GroupOfBdf(const HostRoots& roots, const std::string& bdf) {
+  if (!IsBdf(bdf)) return std::nullopt;
+  auto g = LinkBasename(roots.PciDevice(bdf) + "/iommu_group");
+  if (!g) return std::nullopt;
+  auto n = ParseInt(*g);
+  if (!n || *n < 0) return std::nullopt;
+  return static_cast<int>(*n);
+}
+
+GroupsOfInterest GroupsNamedBy(const HostRoots& roots, const OciSpec& spec,
+                               const std::set<int>& extra_groups) {
+  GroupsOfInterest out;
+  out.groups = extra_groups;
+  for (const auto& d : spec.devices) {
+    if (auto g = GroupOfDevicePath(d.path, roots)) {
+      out.groups.insert(*g);
+    } else if (auto name = CdevOfDevicePath(d.path, roots)) {
+      auto bdf = CdevBdf(roots, d, *name);
+      auto cg = bdf ? GroupOfBdf(roots, *bdf) : std::nullopt;
+      if (cg)
+        out.groups.insert(*cg);
+      else
+        out.complete = false;
+    }
+  }
+  return out;
+}
+
+Result<Snapshot> ScanForStart(const HostRoots& roots, const GroupsOfInterest& interest) {
+  if (!interest.complete) return Scan(roots, ShimSelection());
+  std::set<std::string> bdfs;
+  for (int g : interest.groups)
+    if (auto members = ListDir(roots.IommuGroupDevices(g)))
+      bdfs.insert(members->begin(), members->end());
+  // A group that doesn't exist simply has no unit: Validate says so, naming the group.
+  return ScanDevices(roots, ShimSelection(), std::vector<std::string>(bdfs.begin(), bdfs.end()));
 }
 
 HostFacts GatherHostFacts(const HostRoots& roots, Snapshot snapshot, const OciSpec& spec,

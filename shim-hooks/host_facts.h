@@ -2,7 +2,9 @@
 // cdevs a spec (or a pod's allocation) refers to.
 #pragma once
 
+#include <optional>
 #include <set>
+#include <string>
 
 #include "common/result.h"
 #include "hostmodel/selection.h"
@@ -13,6 +15,22 @@ namespace vfio_gpu {
 // The selection the shim scans with: GPUs of every vendor we know, so units exist whatever naming
 // the plugin uses (governance of CDI kinds comes from the shim config's `resources`).
 Selection ShimSelection();
+
+// The IOMMU groups a start has to know: those of the /dev/vfio/<N> nodes and iommufd cdevs in
+// `spec`, plus `extra_groups`. `complete` is false when a cdev could not be traced to its group
+// through its device numbers (then only a scan of the whole bus finds its owner).
+struct GroupsOfInterest {
+  std::set<int> groups;
+  bool complete = true;
+};
+GroupsOfInterest GroupsNamedBy(const HostRoots& roots, const OciSpec& spec,
+                               const std::set<int>& extra_groups);
+// The IOMMU group of a PCI function (a unit ID is its lowest GPU's BDF), from sysfs.
+std::optional<int> GroupOfBdf(const HostRoots& roots, const std::string& bdf);
+// A snapshot holding exactly the units of `interest` (every member of each group is read), or of
+// the whole bus when the interest is not complete. A start never needs more, and a node has
+// hundreds of PCI functions.
+Result<Snapshot> ScanForStart(const HostRoots& roots, const GroupsOfInterest& interest);
 
 // Reads facts for every VFIO node in `spec` plus `extra_groups`. `snapshot` comes from Scan.
 HostFacts GatherHostFacts(const HostRoots& roots, Snapshot snapshot, const OciSpec& spec,

@@ -81,18 +81,33 @@ std::string Now() {
 }  // namespace
 
 void DecisionLog::Write(const std::string& line, bool warn) {
-  (void)MakeDirs(cfg_.run_dir, 0755);
-  int fd = ::open(cfg_.LogPath().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-  if (fd >= 0) {
-    std::string l = line + "\n";
-    (void)!::write(fd, l.data(), l.size());  // one write: lines of concurrent shims don't mix
-    ::close(fd);
+  pending_ += line;
+  pending_ += '\n';
+  if (cfg_.syslog) syslog_pending_.emplace_back(warn, line);
+}
+
+void DecisionLog::Flush() {
+  if (!pending_.empty()) {
+    int fd = ::open(cfg_.LogPath().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd < 0 && errno == ENOENT && MakeDirs(cfg_.run_dir, 0755).ok())
+      fd = ::open(cfg_.LogPath().c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    if (fd >= 0) {
+      (void)!::write(fd, pending_.data(), pending_.size());
+      ::close(fd);
+    }
+    pending_.clear();
   }
-  if (cfg_.syslog) {
+  if (!syslog_pending_.empty()) {
     openlog("containerd-shim-vfio-gpu-v2", LOG_PID, LOG_DAEMON);
-    ::syslog(warn ? LOG_WARNING : LOG_INFO, "%s", line.c_str());
+    for (const auto& [warn, line] : syslog_pending_)
+      ::syslog(warn ? LOG_WARNING : LOG_INFO, "%s", line.c_str());
     closelog();
+    syslog_pending_.clear();
   }
+}
+
+DecisionLog::~DecisionLog() {
+  Flush();
 }
 
 void DecisionLog::Event(const std::string& level, const std::string& event,
@@ -163,6 +178,35 @@ StartOutcome RefuseError(DecisionLog& log, const Error& e, const ShimConfig& cfg
   return Refuse(log, Refusal{m, e.kind(), {}}, cfg);
 }
 
+// The rewritten config.json replaces the old one atomically (Kata never reads half a spec), without
+// fsync: the bundle lives on containerd's state dir under /run, and after a power loss neither it
+// nor the VM it describes exists any more.
+Status ReplaceSpec(const std::string& path, const std::string& content, mode_t mode) {
+  std::string tmp = JoinPath(Dirname(path), ".config.json." + std::to_string(::getpid()) + ".tmp");
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return Error("cannot create " + tmp + ": " + std::strerror(errno));
+  size_t off = 0;
+  while (off < content.size()) {
+    ssize_t n = ::write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return Error("cannot write " + tmp + ": " + std::strerror(e));
+    }
+    off += static_cast<size_t>(n);
+  }
+  (void)::fchmod(fd, mode);  // the umask must not narrow the spec's mode
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return Error("cannot replace " + path + ": " + std::strerror(e));
+  }
+  return Status::Ok();
+}
+
 bool Apply(DecisionLog& log, const HookResult& r) {
   for (const auto& d : r.decisions) log.Decide(d);
   return !r.refusal.has_value();
@@ -188,44 +232,57 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
   OciSpec spec = std::move(*parsed);
   log.SetIdentity(spec.identity);
 
-  // Cheap exits first: most containers have no VFIO device and no CDI name of ours.
+  // Cheap exits first: most containers have no VFIO device and no CDI name of ours, and then
+  // nothing below reads sysfs, the ledger or the kubelet.
   bool has_vfio = false;
   for (const auto& d : spec.devices)
     if (GroupOfDevicePath(d.path, cfg.roots) || CdevOfDevicePath(d.path, cfg.roots))
       has_vfio = true;
   auto cdi_names = CdiAnnotationNames(spec, cfg);
-  bool k8s_sandbox = spec.identity.role == SpecRole::kSandbox && spec.identity.InKubernetes();
+  bool names_gpus = has_vfio || !cdi_names.empty();
+  bool in_k8s = spec.identity.InKubernetes();
+  bool is_sandbox = spec.identity.role != SpecRole::kContainer;  // a pod sandbox or a plain run
+  // Kata < 3.24 learns the pod's GPUs only from the sandbox spec: the cold-plug plan needs the
+  // allocation whatever the authorize mode.
+  bool plan = in_k8s && spec.identity.role == SpecRole::kSandbox && !cfg.kata_pod_resources;
+  bool authorizing = in_k8s && cfg.authorize != AuthorizeMode::kOff;
 
   HookResult guard = GuardAnnotations(spec, cfg);
   if (!Apply(log, guard)) return Refuse(log, *guard.refusal, cfg);
 
+  // The pod's allocation, asked (through the gRPC helper, a process of its own) only when a hook
+  // needs it.
   std::optional<PodAllocation> allocation;
-  bool want_allocation =
-      spec.identity.InKubernetes() &&
-      (k8s_sandbox || ((has_vfio || !cdi_names.empty()) && cfg.authorize != AuthorizeMode::kOff));
-  if (want_allocation) {
+  bool asked = false;
+  auto ask = [&]() -> std::optional<StartOutcome> {
+    if (asked) return std::nullopt;
+    asked = true;
     auto a = QueryPodAllocation(cfg, spec.identity.pod_namespace, spec.identity.pod_name);
     if (!a) {
-      if (cfg.authorize == AuthorizeMode::kEnforce || has_vfio || !cdi_names.empty() ||
+      if (cfg.authorize == AuthorizeMode::kEnforce || names_gpus || plan ||
           a.error().kind() != ErrorKind::kTransient)
         return RefuseError(
             log, a.error().Wrap("cannot learn the GPUs allocated to pod " + spec.identity.Pod()),
             cfg);
-    } else {
-      allocation = std::move(*a);
-      log.Event("info", "allocation",
-                "pod " + spec.identity.Pod() + " (" + allocation->method + "): " +
-                    (allocation->found ? std::to_string(allocation->units.size()) + " GPU unit(s)"
-                                       : "not known to the kubelet"));
+      log.Event("warning", "allocation",
+                "pod " + spec.identity.Pod() + ": " + a.error().message() + " (authorize " +
+                    AuthorizeModeName(cfg.authorize) + ": going on without it)");
+      return std::nullopt;
     }
-  }
+    allocation = std::move(*a);
+    log.Event("info", "allocation",
+              "pod " + spec.identity.Pod() + " (" + allocation->method + "): " +
+                  (allocation->found ? std::to_string(allocation->units.size()) + " GPU unit(s)"
+                                     : "not known to the kubelet"));
+    return std::nullopt;
+  };
+  if ((authorizing && names_gpus) || plan)
+    if (auto refused = ask()) return *refused;
   bool allocated = allocation && !allocation->units.empty();
 
   std::vector<VfioRef> refs;
   std::optional<HostFacts> host;
-  if (has_vfio || !cdi_names.empty() || allocated) {
-    auto snap = Scan(cfg.roots, ShimSelection());
-    if (!snap) return RefuseError(log, snap.error().Wrap("cannot scan the host's GPUs"), cfg);
+  if (names_gpus || (plan && allocated)) {
     CdiRegistry cdi =
         cdi_names.empty() ? CdiRegistry() : CdiRegistry::Load(cfg.cdi_dirs, cfg.resources);
     std::set<int> extra;
@@ -233,17 +290,20 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
       if (const CdiDeviceEntry* e = cdi.Find(name))
         for (const auto& p : e->device_paths)
           if (auto g = VfioGroupOfPath(p)) extra.insert(*g);
-    if (allocation)
+    if (plan && allocation)
       for (const auto& id : allocation->units)
-        if (const Unit* u = snap->FindUnit(id)) extra.insert(u->iommu_group);
+        if (auto g = GroupOfBdf(cfg.roots, id)) extra.insert(*g);
+    GroupsOfInterest interest = GroupsNamedBy(cfg.roots, spec, extra);
+    auto snap = ScanForStart(cfg.roots, interest);
+    if (!snap) return RefuseError(log, snap.error().Wrap("cannot scan the host's GPUs"), cfg);
     host = GatherHostFacts(cfg.roots, std::move(*snap), spec, extra);
 
     CollectResult collected = Collect(spec, *host, cdi, cfg);
     for (const auto& d : collected.decisions) log.Decide(d);
     refs = std::move(collected.refs);
 
-    HookResult plan = PlanColdPlug(spec, refs, allocation, *host, cfg);
-    if (!Apply(log, plan)) return Refuse(log, *plan.refusal, cfg);
+    HookResult planned_plug = PlanColdPlug(spec, refs, allocation, *host, cfg);
+    if (!Apply(log, planned_plug)) return Refuse(log, *planned_plug.refusal, cfg);
     HookResult valid = Validate(refs, *host, cfg);
     if (!Apply(log, valid)) return Refuse(log, *valid.refusal, cfg);
     HookResult auth = Authorize(refs, spec.identity, allocation, cfg);
@@ -260,20 +320,27 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
     planned = std::move(dd.claims);
   }
 
-  bool has_gpus = !refs.empty() || allocated;
-  if (has_gpus && spec.identity.role != SpecRole::kContainer) {
+  // Runtime: a sandbox whose spec names GPUs, or a Kubernetes sandbox whose pod may have GPUs
+  // that Kata (>= 3.24) cold-plugs by itself. In the second case the configuration is read first
+  // and the kubelet asked only when it cannot pass GPUs through.
+  bool may_have_gpus =
+      !refs.empty() || allocated || (authorizing && spec.identity.role == SpecRole::kSandbox);
+  if (is_sandbox && may_have_gpus) {
     auto opts = DecodeRuntimeOptions(read_stdin());
     std::string from_opts = opts ? opts->config_path : "";
     std::string chosen = !from_opts.empty() ? from_opts : cfg.kata_config_path;
     const char* env = std::getenv("KATA_CONF_FILE");
-    KataConfigView kata;
-    if (chosen.empty() && opts && !opts->config_body.empty()) {
-      kata = KataViewFromText("runtime options ConfigBody", opts->config_body);
-    } else {
-      kata = ReadKataConfig(EffectiveKataConfigPath(chosen, env ? env : ""));
+    KataConfigView kata = chosen.empty() && opts && !opts->config_body.empty()
+                              ? KataViewFromText("runtime options ConfigBody", opts->config_body)
+                              : ReadKataConfig(EffectiveKataConfigPath(chosen, env ? env : ""));
+    bool has_gpus = !refs.empty() || allocated;
+    if (!has_gpus && !kata.GpuCapable()) {
+      if (auto refused = ask()) return *refused;
+      has_gpus = allocation && !allocation->units.empty();
     }
     std::optional<KataConfigView> target;
-    if (!cfg.runtime_switch_config.empty()) target = ReadKataConfig(cfg.runtime_switch_config);
+    if (has_gpus && !kata.GpuCapable() && !cfg.runtime_switch_config.empty())
+      target = ReadKataConfig(cfg.runtime_switch_config);
     RuntimeResult rt = CheckRuntime(spec.identity, has_gpus, kata, target, cfg);
     if (!Apply(log, rt.result)) return Refuse(log, *rt.result.refusal, cfg);
     if (rt.switch_to) ApplyRuntimeSwitch(spec, *rt.switch_to);
@@ -304,7 +371,7 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
   if (spec.dirty) {
     struct stat st {};
     mode_t mode = ::stat(spec_path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
-    if (auto s = WriteFileAtomic(spec_path, spec.Dump(), mode); !s) {
+    if (auto s = ReplaceSpec(spec_path, spec.Dump(), mode); !s) {
       (void)ledger.Release(spec.identity.sandbox_id);
       return RefuseError(log, s.error().Wrap("cannot write the OCI spec back"), cfg);
     }

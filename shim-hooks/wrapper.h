@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -31,16 +32,25 @@ struct StartOutcome {
   std::vector<std::string> claimed;  // BDFs claimed by this start (released if the exec fails)
 };
 
-// Decision log: JSON lines in <run_dir>/shim.log (and syslog when configured).
+// Decision log: JSON lines in <run_dir>/shim.log (and syslog when configured). Lines are kept
+// in memory and appended with one write(2) by Flush() (or the destructor, which runs before the
+// exec): one open per start instead of one per decision, and the lines of concurrent shims
+// never interleave.
 class DecisionLog {
  public:
   DecisionLog(const ShimConfig& cfg, const ShimArgs& args);
+  ~DecisionLog();
+  DecisionLog(const DecisionLog&) = delete;
+  DecisionLog& operator=(const DecisionLog&) = delete;
   void SetIdentity(const SpecIdentity& id);
   void Decide(const Decision& d);
   void Event(const std::string& level, const std::string& event, const std::string& message);
+  void Flush();
 
  private:
   void Write(const std::string& line, bool warn);
+  std::string pending_;
+  std::vector<std::pair<bool, std::string>> syslog_pending_;
   const ShimConfig& cfg_;
   ShimArgs args_;
   SpecIdentity id_;
