@@ -46,7 +46,7 @@ std::string ColdPlugAnnotationKey(const std::string& kind) {
 
 HookResult PlanColdPlug(OciSpec& spec, std::vector<VfioRef>& refs,
                         const std::optional<PodAllocation>& allocation, const HostFacts& host,
-                        const ShimConfig& cfg) {
+                        const CdiRegistry& cdi, const ShimConfig& cfg) {
   HookResult out;
   if (cfg.kata_pod_resources || spec.identity.role != SpecRole::kSandbox || !allocation ||
       !allocation->found)
@@ -111,6 +111,26 @@ HookResult PlanColdPlug(OciSpec& spec, std::vector<VfioRef>& refs,
       // Dedup treats it like a tenant's CDI annotation: dropped if a device names the same GPU.
       ref.annotation_key = ColdPlugAnnotationKey(p.kind);
       ref.cdi_name = p.kind + "=" + u.id;
+      const CdiDeviceEntry* e = cdi.Find(ref.cdi_name);
+      bool leads_to_group = false;
+      if (e)
+        for (const auto& path : e->device_paths)
+          leads_to_group = leads_to_group || VfioGroupOfPath(path) == u.iommu_group;
+      if (!leads_to_group) {
+        std::string why = e ? "the CDI spec " + e->file + " maps it to another IOMMU group than " +
+                                  std::to_string(u.iommu_group) +
+                                  " (stale: restart vfio-gpu-plugin)"
+                            : "it is in no CDI spec in " + Join(cfg.cdi_dirs, ", ") +
+                                  " (is vfio-gpu-plugin running on this node?)";
+        out.refusal = Refusal{"vfio-gpu: cannot cold-plug GPU " + u.id + " into pod " +
+                                  spec.identity.Pod() + ": Kata resolves CDI device " +
+                                  ref.cdi_name + " through the CDI specs, but " + why,
+                              ErrorKind::kTransient,
+                              {}};
+        out.decisions.push_back(
+            {"cold-plug", "refused", ref.bdfs, u.iommu_group, u.id, out.refusal->message, false});
+        return out;
+      }
       ref.what = ref.annotation_key + "=" + ref.cdi_name;
       names_by_key[ref.annotation_key].push_back(ref.cdi_name);
       reason = "annotation " + ref.what;

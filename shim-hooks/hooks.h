@@ -121,9 +121,11 @@ struct PodAllocation {
 // cold_plug_form): one CDI annotation per kind, `cdi.k8s.io/vfio-gpu_<kind with / as _>:
 // <kind>=<unit ID>,...` (Kata without the pod resources socket cold-plugs from these), or
 // /dev/vfio/<N> entries in linux.devices.
+// In the annotation form every name must resolve through our CDI specs to the unit's group, or
+// Kata fails later with "unresolvable CDI devices": the plan refuses first, saying why.
 HookResult PlanColdPlug(OciSpec& spec, std::vector<VfioRef>& refs,
                         const std::optional<PodAllocation>& allocation, const HostFacts& host,
-                        const ShimConfig& cfg);
+                        const CdiRegistry& cdi, const ShimConfig& cfg);
 
 // ---- Validate ----
 // The annotation key the plan uses for a CDI kind: CDI's AnnotationKey("vfio-gpu", kind): the

@@ -283,8 +283,10 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
   std::vector<VfioRef> refs;
   std::optional<HostFacts> host;
   if (names_gpus || (plan && allocated)) {
-    CdiRegistry cdi =
-        cdi_names.empty() ? CdiRegistry() : CdiRegistry::Load(cfg.cdi_dirs, cfg.resources);
+    bool plan_annotations = plan && cfg.cold_plug_form == ColdPlugForm::kCdiAnnotations;
+    CdiRegistry cdi = cdi_names.empty() && !plan_annotations
+                          ? CdiRegistry()
+                          : CdiRegistry::Load(cfg.cdi_dirs, cfg.resources);
     std::set<int> extra;
     for (const auto& [key, name] : cdi_names)
       if (const CdiDeviceEntry* e = cdi.Find(name))
@@ -302,7 +304,7 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
     for (const auto& d : collected.decisions) log.Decide(d);
     refs = std::move(collected.refs);
 
-    HookResult planned_plug = PlanColdPlug(spec, refs, allocation, *host, cfg);
+    HookResult planned_plug = PlanColdPlug(spec, refs, allocation, *host, cdi, cfg);
     if (!Apply(log, planned_plug)) return Refuse(log, *planned_plug.refusal, cfg);
     HookResult valid = Validate(refs, *host, cfg);
     if (!Apply(log, valid)) return Refuse(log, *valid.refusal, cfg);

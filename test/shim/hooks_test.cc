@@ -41,6 +41,24 @@ class HooksTest : public ::testing::Test {
     EXPECT_TRUE(snap.ok());
     return GatherHostFacts(host_->roots(), *snap, spec, extra);
   }
+  // The plugin's CDI spec of the seed host's four A10s (names = unit IDs).
+  CdiRegistry Cdi() {
+    std::string dir = tmp_.path() + "/cdi-plugin";
+    std::string devices;
+    for (auto [bdf, group] : std::vector<std::pair<std::string, int>>{{"0000:17:00.0", 25},
+                                                                      {"0000:31:00.0", 31},
+                                                                      {"0000:b1:00.0", 182},
+                                                                      {"0000:ca:00.0", 188}})
+      devices += std::string(devices.empty() ? "" : ",") + R"({"name":")" + bdf +
+                 R"(","containerEdits":{"deviceNodes":[{"path":"/dev/vfio/)" +
+                 std::to_string(group) + R"("}]}})";
+    EXPECT_TRUE(MakeDirs(dir).ok());
+    EXPECT_TRUE(WriteFileAtomic(dir + "/vfio-gpu-nvidia.com-pgpu.json",
+                                R"({"cdiVersion":"0.5.0","kind":"nvidia.com/pgpu","devices":[)" +
+                                    devices + "]}")
+                    .ok());
+    return CdiRegistry::Load({dir}, cfg_.resources);
+  }
   std::vector<VfioRef> Refs(const OciSpec& spec, const HostFacts& f) {
     return Collect(spec, f, CdiRegistry(), cfg_).refs;
   }
@@ -278,7 +296,7 @@ TEST_F(HooksTest, ColdPlugPlanNamesAllocatedGpusInCdiAnnotationsByDefault) {
   PodAllocation a = Allocated({"0000:b1:00.0", "0000:17:00.0"});
   HostFacts f = Facts(s, {182, 25});
   std::vector<VfioRef> refs;
-  auto r = PlanColdPlug(s, refs, a, f, cfg_);
+  auto r = PlanColdPlug(s, refs, a, f, Cdi(), cfg_);
   ASSERT_FALSE(r.refusal);
   EXPECT_TRUE(s.devices.empty());  // nothing in linux.devices: Kata cold-plugs from CDI names
   const std::string key = "cdi.k8s.io/vfio-gpu_nvidia.com_pgpu";
@@ -306,6 +324,28 @@ TEST_F(HooksTest, ColdPlugPlanNamesAllocatedGpusInCdiAnnotationsByDefault) {
   for (const auto& [bdf, n] : BdfCounts(refs)) EXPECT_EQ(n, 1) << bdf;
   EXPECT_EQ(s.annotations[key], "nvidia.com/pgpu=0000:17:00.0,nvidia.com/pgpu=0000:b1:00.0");
   EXPECT_TRUE(s.devices.empty());
+
+  // A name Kata could not resolve (no CDI spec, or one naming another group) is refused now,
+  // not as Kata's "unresolvable CDI devices" later.
+  OciSpec t = Spec(SandboxSpec(), "5f1c");
+  std::vector<VfioRef> none;
+  auto missing = PlanColdPlug(t, none, a, f, CdiRegistry(), cfg_);
+  ASSERT_TRUE(missing.refusal);
+  EXPECT_EQ(missing.refusal->kind, ErrorKind::kTransient);
+  EXPECT_NE(missing.refusal->message.find("is in no CDI spec"), std::string::npos)
+      << missing.refusal->message;
+  std::string stale = tmp_.path() + "/cdi-stale";
+  ASSERT_TRUE(MakeDirs(stale).ok());
+  ASSERT_TRUE(WriteFileAtomic(stale + "/s.json", R"({"cdiVersion":"0.5.0","kind":"nvidia.com/pgpu",
+    "devices":[{"name":"0000:17:00.0","containerEdits":{"deviceNodes":[{"path":"/dev/vfio/31"}]}}]})")
+                  .ok());
+  OciSpec u = Spec(SandboxSpec(), "5f1c");
+  std::vector<VfioRef> none2;
+  auto wrong = PlanColdPlug(u, none2, Allocated({"0000:17:00.0"}), f,
+                            CdiRegistry::Load({stale}, cfg_.resources), cfg_);
+  ASSERT_TRUE(wrong.refusal);
+  EXPECT_NE(wrong.refusal->message.find("another IOMMU group than 25"), std::string::npos)
+      << wrong.refusal->message;
 }
 
 // A sandbox spec that already names allocated GPUs (a device entry, a hand-written annotation with
@@ -328,7 +368,7 @@ TEST_F(HooksTest, ColdPlugPlanSkipsGpusTheSandboxAlreadyNames) {
   CdiRegistry reg = CdiRegistry::Load(cfg_.cdi_dirs, cfg_.resources);
   auto refs = Collect(s, f, reg, cfg_).refs;
   ASSERT_EQ(refs.size(), 2u);
-  auto r = PlanColdPlug(s, refs, a, f, cfg_);
+  auto r = PlanColdPlug(s, refs, a, f, Cdi(), cfg_);
   ASSERT_FALSE(r.refusal);
   ASSERT_EQ(refs.size(), 3u);
   EXPECT_EQ(refs[2].unit_id, "0000:b1:00.0");
@@ -355,7 +395,7 @@ TEST_F(HooksTest, ColdPlugAnnotationAndDeviceForTheSameGpuCollapse) {
   PodAllocation a = Allocated({"0000:17:00.0"});
   HostFacts f = Facts(s, {25});
   std::vector<VfioRef> refs;
-  ASSERT_FALSE(PlanColdPlug(s, refs, a, f, cfg_).refusal);
+  ASSERT_FALSE(PlanColdPlug(s, refs, a, f, Cdi(), cfg_).refusal);
   // Something after planning (another path) names the same GPU as a device.
   s.SetDevices({CharDeviceEntry("/dev/vfio/25", 241, 25)});
   VfioRef dev = Refs(s, Facts(s, {25})).front();
@@ -375,7 +415,7 @@ TEST_F(HooksTest, ColdPlugPlanInLinuxDevicesFormAndWhenKataAsksItself) {
   PodAllocation a = Allocated({"0000:b1:00.0"});
   HostFacts f = Facts(s, {182});
   std::vector<VfioRef> refs;
-  auto r = PlanColdPlug(s, refs, a, f, cfg_);
+  auto r = PlanColdPlug(s, refs, a, f, Cdi(), cfg_);
   ASSERT_FALSE(r.refusal);
   ASSERT_EQ(s.devices.size(), 1u);
   EXPECT_EQ(s.devices[0].path, "/dev/vfio/182");
@@ -389,12 +429,12 @@ TEST_F(HooksTest, ColdPlugPlanInLinuxDevicesFormAndWhenKataAsksItself) {
   cfg_.kata_pod_resources = true;
   OciSpec t = Spec(SandboxSpec(), "5f1c");
   std::vector<VfioRef> none;
-  EXPECT_TRUE(PlanColdPlug(t, none, a, f, cfg_).decisions.empty());
+  EXPECT_TRUE(PlanColdPlug(t, none, a, f, Cdi(), cfg_).decisions.empty());
   EXPECT_FALSE(t.dirty);
   // A unit the kubelet allocated but the node no longer has: permanent, quarantined.
   cfg_.kata_pod_resources = false;
   OciSpec u = Spec(SandboxSpec(), "5f1c");
-  auto gone = PlanColdPlug(u, none, Allocated({"0000:ee:00.0"}), f, cfg_);
+  auto gone = PlanColdPlug(u, none, Allocated({"0000:ee:00.0"}), f, Cdi(), cfg_);
   ASSERT_TRUE(gone.refusal);
   EXPECT_EQ(gone.refusal->kind, ErrorKind::kPermanent);
   EXPECT_EQ(gone.refusal->quarantine.count("0000:ee:00.0"), 1u);

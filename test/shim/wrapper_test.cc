@@ -1,0 +1,207 @@
+// The start pipeline (RunStart) on real bundles and fake hosts: when the kubelet is asked (the
+// helper is a process of its own, loading gRPC: never for a start that doesn't need it), the
+// cold-plug plan end to end, and the targeted host read.
+#include "shim-hooks/wrapper.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+
+#include "common/files.h"
+#include "common/json.h"
+#include "hostmodel/fake_host.h"
+#include "hostmodel/scanner.h"
+#include "shim-hooks/host_facts.h"
+#include "shim-hooks/ledger.h"
+#include "test/shim/spec_fixtures.h"
+#include "test/support/temp_dir.h"
+
+namespace vfio_gpu {
+namespace {
+
+using testing::ContainerSpec;
+using testing::Dev;
+using testing::SandboxSpec;
+
+constexpr const char* kGpuConfig =
+    "[hypervisor.qemu]\npath = \"/opt/kata/bin/qemu-system-x86_64\"\n"
+    "cold_plug_vfio = \"root-port\"\n";
+constexpr const char* kClhConfig = "[hypervisor.clh]\npath = \"/opt/kata/bin/cloud-hypervisor\"\n";
+
+class WrapperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    host_ = std::make_unique<FakeHost>(tmp_.path() + "/host");
+    ASSERT_TRUE(BuildSeedA10Host(*host_).ok());
+    cfg_.roots = host_->roots();
+    cfg_.run_dir = tmp_.path() + "/run";
+    cfg_.cdi_dirs = {tmp_.path() + "/cdi"};
+    ASSERT_TRUE(WriteFileAtomic(tmp_.path() + "/gpu.toml", kGpuConfig).ok());
+    ASSERT_TRUE(WriteFileAtomic(tmp_.path() + "/clh.toml", kClhConfig).ok());
+    cfg_.kata_config_path = tmp_.path() + "/gpu.toml";
+    // A pod resources client that records each call and answers with answer.json.
+    cfg_.pod_resources_client = tmp_.path() + "/podres";
+    ASSERT_TRUE(WriteFileAtomic(cfg_.pod_resources_client,
+                                "#!/bin/sh\necho called >> " + Marker() + "\ncat " + tmp_.path() +
+                                    "/answer.json\n",
+                                0755)
+                    .ok());
+    Answer({});
+    // The plugin's CDI spec of the four A10s (names = unit IDs).
+    ASSERT_TRUE(MakeDirs(tmp_.path() + "/cdi").ok());
+    ASSERT_TRUE(WriteFileAtomic(tmp_.path() + "/cdi/vfio-gpu-nvidia.com-pgpu.json",
+                                R"({"cdiVersion":"0.5.0","kind":"nvidia.com/pgpu","devices":[
+      {"name":"0000:17:00.0","containerEdits":{"deviceNodes":[{"path":"/dev/vfio/25"}]}},
+      {"name":"0000:31:00.0","containerEdits":{"deviceNodes":[{"path":"/dev/vfio/31"}]}},
+      {"name":"0000:b1:00.0","containerEdits":{"deviceNodes":[{"path":"/dev/vfio/182"}]}},
+      {"name":"0000:ca:00.0","containerEdits":{"deviceNodes":[{"path":"/dev/vfio/188"}]}}]})")
+                    .ok());
+  }
+  std::string Marker() const { return tmp_.path() + "/podres.calls"; }
+  int Calls() const {
+    auto t = ReadFile(Marker());
+    return t ? static_cast<int>(std::count(t->begin(), t->end(), '\n')) : 0;
+  }
+  void Answer(const std::vector<std::string>& units) {
+    std::string ids;
+    for (const auto& u : units) ids += (ids.empty() ? "\"" : ",\"") + u + "\"";
+    ASSERT_TRUE(WriteFileAtomic(tmp_.path() + "/answer.json",
+                                R"({"found":true,"method":"Get","containers":[{"name":"c",
+      "devices":[{"resource_name":"nvidia.com/pgpu","device_ids":[)" +
+                                    ids + "]}]}]}\n")
+                    .ok());
+  }
+  // Runs a start of `spec` as `id` in a bundle of its own; returns the outcome.
+  StartOutcome Start(const std::string& spec, const std::string& id) {
+    bundle_ = tmp_.path() + "/tasks/" + id;
+    EXPECT_TRUE(MakeDirs(bundle_).ok());
+    EXPECT_TRUE(WriteFileAtomic(bundle_ + "/config.json", spec).ok());
+    ShimArgs args;
+    args.command = "start";
+    args.id = id;
+    args.ns = "k8s.io";
+    std::string no_options;
+    DecisionLog log(cfg_, args);
+    return RunStart(
+        cfg_, args, bundle_, [&]() -> const std::string& { return no_options; }, log);
+  }
+  OciSpec Written() {
+    auto text = ReadFile(bundle_ + "/config.json");
+    EXPECT_TRUE(text.ok());
+    auto s = ReadOciSpec(text.ok() ? *text : "{}", "config.json", "x");
+    EXPECT_TRUE(s.ok());
+    return s.ok() ? std::move(*s) : OciSpec{};
+  }
+
+  vfio_gpu::testing::TempDir tmp_;
+  std::unique_ptr<FakeHost> host_;
+  ShimConfig cfg_;
+  std::string bundle_;
+};
+
+TEST_F(WrapperTest, AuthorizeOffNeverAsksTheKubelet) {
+  cfg_.authorize = AuthorizeMode::kOff;
+  StartOutcome o = Start(SandboxSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]"), "5f1c");
+  EXPECT_FALSE(o.refused) << o.message;
+  EXPECT_EQ(o.claimed, std::vector<std::string>{"0000:17:00.0"});
+  EXPECT_EQ(Calls(), 0);
+  StartOutcome c = Start(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]"), "c1");
+  EXPECT_FALSE(c.refused) << c.message;
+  EXPECT_EQ(Calls(), 0);
+}
+
+TEST_F(WrapperTest, ContainersWithoutGpusAndSandboxesOnAGpuConfigDoNotAskTheKubelet) {
+  StartOutcome c = Start(ContainerSpec("[]"), "c1");
+  EXPECT_FALSE(c.refused) << c.message;
+  StartOutcome s = Start(SandboxSpec(), "5f1c");
+  EXPECT_FALSE(s.refused) << s.message;
+  EXPECT_EQ(Calls(), 0);
+  EXPECT_FALSE(Written().dirty);
+}
+
+TEST_F(WrapperTest, SandboxOnANonGpuConfigAsksAndIsRefusedOnlyWithGpus) {
+  cfg_.kata_config_path = tmp_.path() + "/clh.toml";
+  StartOutcome none = Start(SandboxSpec(), "5f1c");
+  EXPECT_FALSE(none.refused) << none.message;
+  EXPECT_EQ(Calls(), 1);
+  Answer({"0000:17:00.0"});
+  StartOutcome gpu = Start(SandboxSpec(), "5f1c");
+  ASSERT_TRUE(gpu.refused);
+  EXPECT_NE(gpu.message.find("RuntimeClass kata-qemu-vfio-gpu"), std::string::npos) << gpu.message;
+  EXPECT_EQ(Calls(), 2);
+}
+
+TEST_F(WrapperTest, ContainerNamingAGpuIsAuthorizedThroughTheKubelet) {
+  Answer({"0000:31:00.0"});
+  StartOutcome o = Start(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]"), "c1");
+  ASSERT_TRUE(o.refused);
+  EXPECT_NE(o.message.find("is not allocated to pod tenant-a/train-0"), std::string::npos)
+      << o.message;
+  EXPECT_EQ(Calls(), 1);
+}
+
+// Kata < 3.24: the pod's GPUs go into the sandbox spec as CDI annotations, claimed once; a
+// second start of the same sandbox (a retried start) neither duplicates nor refuses them.
+TEST_F(WrapperTest, ColdPlugPlanWritesCdiAnnotationsAndClaimsOnce) {
+  cfg_.kata_pod_resources = false;
+  Answer({"0000:17:00.0", "0000:b1:00.0"});
+  StartOutcome o = Start(SandboxSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]"), "5f1c");
+  ASSERT_FALSE(o.refused) << o.message;
+  OciSpec w = Written();
+  EXPECT_EQ(w.annotations["cdi.k8s.io/vfio-gpu_nvidia.com_pgpu"], "nvidia.com/pgpu=0000:b1:00.0");
+  ASSERT_EQ(w.devices.size(), 1u);  // the GPU the spec named stays a device, once
+  EXPECT_EQ(w.devices[0].path, "/dev/vfio/25");
+  EXPECT_EQ(o.claimed, (std::vector<std::string>{"0000:17:00.0", "0000:b1:00.0"}));
+  auto view = Ledger(cfg_.LedgerDir()).Load();
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->size(), 2u);
+  // Retried start on the rewritten spec: no second annotation name, no new claim.
+  std::string rewritten = *ReadFile(bundle_ + "/config.json");
+  StartOutcome again = Start(rewritten, "5f1c");
+  ASSERT_FALSE(again.refused) << again.message;
+  EXPECT_TRUE(again.claimed.empty());
+  EXPECT_EQ(Written().annotations["cdi.k8s.io/vfio-gpu_nvidia.com_pgpu"],
+            "nvidia.com/pgpu=0000:b1:00.0");
+  // The linux.devices form, configured.
+  cfg_.cold_plug_form = ColdPlugForm::kLinuxDevices;
+  cfg_.run_dir = tmp_.path() + "/run2";
+  StartOutcome dev = Start(SandboxSpec(), "6a2d");
+  ASSERT_FALSE(dev.refused) << dev.message;
+  OciSpec d = Written();
+  ASSERT_EQ(d.devices.size(), 2u);
+  EXPECT_EQ(d.annotations.count("cdi.k8s.io/vfio-gpu_nvidia.com_pgpu"), 0u);
+}
+
+// The start reads only the groups a spec names, and builds the same units a whole-bus scan does.
+TEST_F(WrapperTest, TargetedReadBuildsTheSameUnitsAsAWholeScan) {
+  auto full = Scan(cfg_.roots, ShimSelection());
+  ASSERT_TRUE(full.ok());
+  auto spec = ReadOciSpec(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "," +
+                                        Dev("/dev/vfio/999", 241, 999) + "]"),
+                          "config.json", "c1");
+  ASSERT_TRUE(spec.ok());
+  GroupsOfInterest g = GroupsNamedBy(cfg_.roots, *spec, {182});
+  EXPECT_TRUE(g.complete);
+  EXPECT_EQ(g.groups, (std::set<int>{25, 182, 999}));
+  auto part = ScanForStart(cfg_.roots, g);
+  ASSERT_TRUE(part.ok());
+  ASSERT_EQ(part->units.size(), 2u);
+  for (const auto& u : part->units) {
+    const Unit* f = full->FindUnit(u.id);
+    ASSERT_NE(f, nullptr) << u.id;
+    EXPECT_EQ(u.iommu_group, f->iommu_group);
+    EXPECT_EQ(u.gpus, f->gpus);
+    EXPECT_EQ(u.members.size(), f->members.size());
+    EXPECT_EQ(u.viable, f->viable);
+    EXPECT_EQ(u.resource, f->resource);
+  }
+  EXPECT_EQ(GroupOfBdf(cfg_.roots, "0000:b1:00.0"), 182);
+  EXPECT_FALSE(GroupOfBdf(cfg_.roots, "0000:ee:00.0"));
+  EXPECT_FALSE(GroupOfBdf(cfg_.roots, "../../etc"));
+}
+
+}  // namespace
+}  // namespace vfio_gpu
