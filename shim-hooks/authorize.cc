@@ -50,4 +50,24 @@ HookResult Authorize(const std::vector<VfioRef>& refs, const SpecIdentity& id,
   return out;
 }
 
+std::optional<HookResult> AuthorizedByClaims(const std::vector<VfioRef>& refs,
+                                             const SpecIdentity& id, const LedgerView& ledger) {
+  if (id.role != SpecRole::kContainer || !id.InKubernetes() || refs.empty()) return std::nullopt;
+  HookResult out;
+  for (const auto& r : refs) {
+    if (r.unit_id.empty() || r.bdfs.empty()) return std::nullopt;
+    for (const auto& bdf : r.bdfs) {
+      auto c = ledger.find(bdf);
+      if (c == ledger.end() || c->second.stale || c->second.sandbox_id != id.sandbox_id ||
+          c->second.authorized_pod != id.Pod())
+        return std::nullopt;
+    }
+    out.decisions.push_back({"authorize", "kept", r.bdfs, r.group, r.unit_id,
+                             "claimed by this pod's sandbox " + id.sandbox_id +
+                                 " after the kubelet allocated it to pod " + id.Pod(),
+                             false});
+  }
+  return out;
+}
+
 }  // namespace vfio_gpu

@@ -22,6 +22,7 @@ std::string ClaimRecord::ToJson() const {
   Json o = Json::Object();
   o.Set("bdf", Json::String(bdf));
   o.Set("sandbox_id", Json::String(sandbox_id));
+  if (!authorized_pod.empty()) o.Set("authorized_pod", Json::String(authorized_pod));
   o.Set("unit", Json::String(unit));
   o.Set("group", Json::Int(group));
   if (node) {
@@ -43,6 +44,7 @@ Result<ClaimRecord> ClaimRecord::FromJson(std::string_view text, const std::stri
   ClaimRecord c;
   c.bdf = j->Get("bdf").AsString();
   c.sandbox_id = j->Get("sandbox_id").AsString();
+  c.authorized_pod = j->Get("authorized_pod").AsString();
   c.unit = j->Get("unit").AsString();
   c.group = j->Has("group") ? static_cast<int>(j->Get("group").AsInt()) : -1;
   if (j->Get("major").is_int() && j->Get("minor").is_int())
@@ -149,6 +151,7 @@ Result<LedgerView> Ledger::Load() const {
       v.stale = true;
     } else {
       v.sandbox_id = c->sandbox_id;
+      v.authorized_pod = c->authorized_pod;
       v.bundle = c->bundle;
       v.pid = c->pid;
       v.group = c->group;

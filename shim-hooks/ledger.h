@@ -24,6 +24,9 @@ namespace vfio_gpu {
 struct ClaimRecord {
   std::string bdf;
   std::string sandbox_id;
+  // "ns/name" of the pod the kubelet allocated this GPU to, when that was checked (authorize
+  // enforce); empty otherwise. Lets later containers of the pod skip asking the kubelet again.
+  std::string authorized_pod;
   std::string unit;
   int group = -1;
   std::optional<DevNum> node;

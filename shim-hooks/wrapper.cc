@@ -276,7 +276,7 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
                                      : "not known to the kubelet"));
     return std::nullopt;
   };
-  if ((authorizing && names_gpus) || plan)
+  if (plan)
     if (auto refused = ask()) return *refused;
   bool allocated = allocation && !allocation->units.empty();
 
@@ -308,15 +308,37 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
     if (!Apply(log, planned_plug)) return Refuse(log, *planned_plug.refusal, cfg);
     HookResult valid = Validate(refs, *host, cfg);
     if (!Apply(log, valid)) return Refuse(log, *valid.refusal, cfg);
-    HookResult auth = Authorize(refs, spec.identity, allocation, cfg);
-    if (!Apply(log, auth)) return Refuse(log, *auth.refusal, cfg);
   }
 
   Ledger ledger(cfg.LedgerDir());
-  std::vector<PlannedClaim> planned;
+  std::optional<LedgerView> view;
   if (host && !refs.empty()) {
-    auto view = ledger.Load();
-    if (!view) return RefuseError(log, view.error(), cfg);
+    auto v = ledger.Load();
+    if (!v) return RefuseError(log, v.error(), cfg);
+    view = std::move(*v);
+  }
+  // Authorize: from this pod's own claims when they cover every GPU (later containers of a pod),
+  // else against the kubelet's answer.
+  bool enforced = false;
+  if (host) {
+    std::optional<HookResult> by_claims;
+    if (cfg.authorize == AuthorizeMode::kEnforce && view)
+      by_claims = AuthorizedByClaims(refs, spec.identity, *view);
+    if (by_claims) {
+      Apply(log, *by_claims);
+      enforced = true;
+    } else {
+      if (authorizing && names_gpus)
+        if (auto refused = ask()) return *refused;
+      HookResult auth = Authorize(refs, spec.identity, allocation, cfg);
+      if (!Apply(log, auth)) return Refuse(log, *auth.refusal, cfg);
+      enforced =
+          cfg.authorize == AuthorizeMode::kEnforce && in_k8s && allocation && allocation->found;
+    }
+  }
+
+  std::vector<PlannedClaim> planned;
+  if (view) {
     DedupResult dd = Deduplicate(spec, refs, *host, *view, cfg);
     if (!Apply(log, dd.result)) return Refuse(log, *dd.result.refusal, cfg);
     planned = std::move(dd.claims);
@@ -357,6 +379,7 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
       ClaimRecord c;
       c.bdf = p.bdf;
       c.sandbox_id = spec.identity.sandbox_id;
+      if (enforced) c.authorized_pod = spec.identity.Pod();
       c.unit = p.unit;
       c.group = p.group;
       c.node = p.node;

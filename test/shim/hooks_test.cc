@@ -233,7 +233,7 @@ TEST_F(HooksTest, LedgerDecidesAcrossSandboxes) {
   OciSpec s = Spec(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 99) + "]"));
   HostFacts f = Facts(s);
   auto refs = Refs(s, f);
-  LedgerView other{{"0000:17:00.0", {"other-sb", "/b", 42, 25, DevNum{241, 25}, false}}};
+  LedgerView other{{"0000:17:00.0", {"other-sb", "/b", 42, 25, DevNum{241, 25}, false, ""}}};
   auto d = Deduplicate(s, refs, f, other, cfg_);
   ASSERT_TRUE(d.result.refusal);
   EXPECT_NE(d.result.refusal->message.find("already attached to sandbox other-sb"),
@@ -245,12 +245,38 @@ TEST_F(HooksTest, LedgerDecidesAcrossSandboxes) {
   ASSERT_EQ(d2.claims.size(), 1u);
   EXPECT_TRUE(d2.claims[0].reclaim);
   // Own sandbox: no new claim, and the entry takes the claim's major:minor.
-  LedgerView mine{{"0000:17:00.0", {"5f1c", "/b", 42, 25, DevNum{241, 25}, false}}};
+  LedgerView mine{{"0000:17:00.0", {"5f1c", "/b", 42, 25, DevNum{241, 25}, false, ""}}};
   auto refs3 = Refs(s, f);
   auto d3 = Deduplicate(s, refs3, f, mine, cfg_);
   ASSERT_FALSE(d3.result.refusal);
   EXPECT_TRUE(d3.claims.empty());
   EXPECT_EQ(*s.devices[0].minor, 25);
+}
+
+TEST_F(HooksTest, ClaimsAuthorizeOnlyTheirOwnPodsLiveEnforcedGpus) {
+  OciSpec s = Spec(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]"));
+  HostFacts f = Facts(s);
+  auto refs = Refs(s, f);
+  ClaimView mine{"5f1c", "/b", 42, 25, DevNum{241, 25}, false, "tenant-a/train-0"};
+  auto ok = AuthorizedByClaims(refs, s.identity, {{"0000:17:00.0", mine}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->decisions.size(), 1u);
+  EXPECT_FALSE(ok->refusal);
+  ClaimView unchecked = mine;
+  unchecked.authorized_pod.clear();  // claimed under warn/off
+  EXPECT_FALSE(AuthorizedByClaims(refs, s.identity, {{"0000:17:00.0", unchecked}}));
+  ClaimView other_pod = mine;
+  other_pod.authorized_pod = "tenant-b/x";
+  EXPECT_FALSE(AuthorizedByClaims(refs, s.identity, {{"0000:17:00.0", other_pod}}));
+  ClaimView other_sandbox = mine;
+  other_sandbox.sandbox_id = "9999";
+  EXPECT_FALSE(AuthorizedByClaims(refs, s.identity, {{"0000:17:00.0", other_sandbox}}));
+  ClaimView stale = mine;
+  stale.stale = true;
+  EXPECT_FALSE(AuthorizedByClaims(refs, s.identity, {{"0000:17:00.0", stale}}));
+  EXPECT_FALSE(AuthorizedByClaims(refs, s.identity, {}));
+  OciSpec sb = Spec(SandboxSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]"), "5f1c");
+  EXPECT_FALSE(AuthorizedByClaims(Refs(sb, Facts(sb)), sb.identity, {{"0000:17:00.0", mine}}));
 }
 
 TEST_F(HooksTest, GuardStripsOrRefusesHypervisorAnnotations) {

@@ -143,6 +143,39 @@ TEST_F(WrapperTest, ContainerNamingAGpuIsAuthorizedThroughTheKubelet) {
   EXPECT_EQ(Calls(), 1);
 }
 
+// The first container of a pod to name a GPU is authorized by the kubelet and claims it for the
+// pod; later containers of that pod naming the same GPU are authorized by that claim without a new
+// question. Anything the claims don't cover (another GPU, another pod) is asked again.
+TEST_F(WrapperTest, LaterContainersOfAPodAreAuthorizedByItsClaims) {
+  Answer({"0000:17:00.0"});
+  std::string gpu = "[" + Dev("/dev/vfio/25", 241, 25) + "]";
+  StartOutcome first = Start(ContainerSpec(gpu), "c1");
+  ASSERT_FALSE(first.refused) << first.message;
+  EXPECT_EQ(Calls(), 1);
+  auto claim = ReadFile(Ledger(cfg_.LedgerDir()).ClaimPath("0000:17:00.0"));
+  ASSERT_TRUE(claim.ok());
+  EXPECT_NE(claim->find(R"("authorized_pod":"tenant-a/train-0")"), std::string::npos) << *claim;
+  StartOutcome second = Start(ContainerSpec(gpu), "c2");
+  ASSERT_FALSE(second.refused) << second.message;
+  EXPECT_EQ(Calls(), 1);
+  StartOutcome other_gpu = Start(ContainerSpec("[" + Dev("/dev/vfio/31", 241, 31) + "]"), "c3");
+  ASSERT_TRUE(other_gpu.refused);
+  EXPECT_NE(other_gpu.message.find("is not allocated to pod tenant-a/train-0"), std::string::npos);
+  EXPECT_EQ(Calls(), 2);
+  std::string other_pod = ContainerSpec(gpu);
+  other_pod.replace(other_pod.find(R"("train-0")"), 9, R"("evil-0")");
+  StartOutcome evil = Start(other_pod, "c4");
+  EXPECT_EQ(Calls(), 3);  // not covered by train-0's claim: asked
+  (void)evil;
+  // warn and off never write claims that could stand for an enforced check.
+  cfg_.authorize = AuthorizeMode::kWarn;
+  cfg_.run_dir = tmp_.path() + "/run-warn";
+  ASSERT_FALSE(Start(ContainerSpec(gpu), "c5").refused);
+  auto warned = ReadFile(Ledger(cfg_.LedgerDir()).ClaimPath("0000:17:00.0"));
+  ASSERT_TRUE(warned.ok());
+  EXPECT_EQ(warned->find("authorized_pod"), std::string::npos) << *warned;
+}
+
 // Kata < 3.24: the pod's GPUs go into the sandbox spec as CDI annotations, claimed once; a
 // second start of the same sandbox (a retried start) neither duplicates nor refuses them.
 TEST_F(WrapperTest, ColdPlugPlanWritesCdiAnnotationsAndClaimsOnce) {
