@@ -128,6 +128,13 @@ const std::vector<std::string> kArgs = {"-namespace",
                                         "5f1c",
                                         "start"};
 
+// The shim under test: the one built beside the bench, or $VFIO_GPU_BENCH_SHIM (e.g. an older
+// build, for before/after numbers).
+std::string Shim() {
+  const char* env = std::getenv("VFIO_GPU_BENCH_SHIM");
+  return env && *env ? env : SHIM_BINARY;
+}
+
 struct Run {
   double seconds = 0;
   double cpu = 0;      // user + system time of the process (and what it exec'd)
@@ -169,15 +176,19 @@ Run RunOnce(const std::string& binary, const std::string& cwd, const std::string
 struct Fixture {
   TmpfsDir t;
   std::string bundle, spec, run;
-  Fixture(bool sandbox, bool gpu) {
+  bool ready = true;  // the setup start succeeded
+  // `enforce`: authorize enforce with a kubelet for the setup start only (a stub helper answering
+  // the pod's allocation), then a helper that always fails: the measured starts must not ask.
+  Fixture(bool sandbox, bool gpu, bool enforce = false) {
     FakeHost host(t.path() + "/host");
     (void)BuildLargeHost(host, 300);
     auto snap = Scan(host.roots(), Selection{});
-    std::string gpu_path;
+    std::string gpu_path, unit;
     int group = 0;
     if (gpu && snap && !snap->units.empty()) {
       group = snap->units.front().iommu_group;
       gpu_path = snap->units.front().GroupPath();
+      unit = snap->units.front().id;
     }
     // containerd's layout: bundles side by side under the namespace's task dir.
     std::string tasks = t.path() + "/io.containerd.runtime.v2.task/k8s.io";
@@ -188,21 +199,37 @@ struct Fixture {
     (void)WriteFileAtomic(bundle + "/config.json", spec);
     (void)MakeDirs(t.path() + "/kata");
     (void)WriteFileAtomic(t.path() + "/kata/configuration-qemu-nvidia-gpu.toml", KataGpuConfig());
+    (void)WriteFileAtomic(t.path() + "/podres",
+                          "#!/bin/sh\necho '{\"found\":true,\"method\":\"Get\",\"containers\":"
+                          "[{\"devices\":[{\"resource_name\":\"nvidia.com/pgpu\",\"device_ids\":"
+                          "[\"" +
+                              unit + "\"]}]}]}'\n",
+                          0755);
     run = t.path() + "/run";
-    Json cfg = Json::Object();
-    cfg.Set("downstream_shim", Json::String("/bin/true"));
-    cfg.Set("sysfs_root", Json::String(host.roots().sysfs))
-        .Set("dev_root", Json::String(host.roots().dev));
-    cfg.Set("run_dir", Json::String(run)).Set("authorize", Json::String("off"));
-    cfg.Set("kata_config_path",
-            Json::String(t.path() + "/kata/configuration-qemu-nvidia-gpu.toml"));
-    (void)WriteFileAtomic(t.path() + "/shim.json", cfg.Dump());
+    auto config = [&](const std::string& client) {
+      Json cfg = Json::Object();
+      cfg.Set("downstream_shim", Json::String("/bin/true"));
+      cfg.Set("sysfs_root", Json::String(host.roots().sysfs))
+          .Set("dev_root", Json::String(host.roots().dev));
+      cfg.Set("run_dir", Json::String(run))
+          .Set("authorize", Json::String(enforce ? "enforce" : "off"));
+      cfg.Set("kata_config_path",
+              Json::String(t.path() + "/kata/configuration-qemu-nvidia-gpu.toml"));
+      // Off: the default helper beside the shim binary (a shim that asks anyway pays for it).
+      if (enforce) cfg.Set("pod_resources_client", Json::String(client));
+      (void)WriteFileAtomic(t.path() + "/shim.json", cfg.Dump());
+    };
+    config(t.path() + "/podres");
     ::setenv("VFIO_GPU_SHIM_CONFIG", (t.path() + "/shim.json").c_str(), 1);
-    if (!sandbox && gpu) {  // the sandbox claimed the GPU when it started
-      std::string sb_spec = BigSpec(true, gpu_path, group);
-      (void)WriteFileAtomic(tasks + "/5f1c/config.json", sb_spec);
-      (void)RunOnce(SHIM_BINARY, tasks + "/5f1c", t.path() + "/out");
+    if (!sandbox && gpu) {
+      // Off: the sandbox claimed the GPU when it started. Enforce (Kata >= 3.24: the sandbox spec
+      // names no GPU): the pod's first container was authorized by the kubelet and claimed it.
+      std::string first = enforce ? tasks + "/c0" : tasks + "/5f1c";
+      (void)MakeDirs(first);
+      (void)WriteFileAtomic(first + "/config.json", BigSpec(!enforce, gpu_path, group));
+      ready = RunOnce(Shim(), first, t.path() + "/out").ok;
     }
+    if (enforce) config("/bin/false");
   }
 };
 
@@ -215,8 +242,12 @@ double Median(std::vector<double> v) {
 // Reported per case: the mean wall time of a start through the shim (the benchmark's time), the
 // direct start's, and what the shim adds as the median of (through - direct) per interleaved pair,
 // in wall time and in CPU time (the latter barely moves when others load the machine).
-void Measure(benchmark::State& state, bool sandbox, bool gpu) {
-  Fixture f(sandbox, gpu);
+void Measure(benchmark::State& state, bool sandbox, bool gpu, bool enforce = false) {
+  Fixture f(sandbox, gpu, enforce);
+  if (!f.ready) {
+    state.SkipWithError("the setup start failed");
+    return;
+  }
   std::vector<double> direct, added, added_cpu;
   for (auto _ : state) {
     // Untimed: the shim rewrote the spec last time; a sandbox starts with no claim.
@@ -226,7 +257,7 @@ void Measure(benchmark::State& state, bool sandbox, bool gpu) {
       std::filesystem::remove_all(f.run + "/ledger", ec);
     }
     Run d = RunOnce("/bin/true", f.bundle, f.t.path() + "/out");
-    Run s = RunOnce(SHIM_BINARY, f.bundle, f.t.path() + "/out");
+    Run s = RunOnce(Shim(), f.bundle, f.t.path() + "/out");
     if (!d.ok || !s.ok) {
       state.SkipWithError(("the start failed or printed: " + s.output).c_str());
       return;
@@ -248,6 +279,10 @@ void BM_ContainerNoGpu(benchmark::State& s) {
 void BM_ContainerGpu(benchmark::State& s) {
   Measure(s, false, true);
 }
+// authorize enforce, a later container of a GPU pod: authorized by the pod's claim, no kubelet.
+void BM_ContainerGpuEnforced(benchmark::State& s) {
+  Measure(s, false, true, true);
+}
 void BM_SandboxNoGpu(benchmark::State& s) {
   Measure(s, true, false);
 }
@@ -256,6 +291,7 @@ void BM_SandboxGpu(benchmark::State& s) {
 }
 BENCHMARK(BM_ContainerNoGpu)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(300);
 BENCHMARK(BM_ContainerGpu)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(300);
+BENCHMARK(BM_ContainerGpuEnforced)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(300);
 BENCHMARK(BM_SandboxNoGpu)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(300);
 BENCHMARK(BM_SandboxGpu)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(300);
 
