@@ -21,6 +21,10 @@ struct RuntimeEntry {
   std::string file;         // host path of the file that defines it
   std::string type;         // runtime_type
   std::string config_path;  // options.ConfigPath
+  // containerd 1.x (config version 2): the runtimes a file names replace the built-in list, so
+  // the default runtime must be named beside ours or the CRI plugin does not load at all.
+  std::string default_runtime;  // empty: not a version-2 CRI table
+  bool default_defined = false;
 };
 
 // config.toml, then conf.d/*.toml in name order (what containerd >= 2.2 imports by default).
@@ -46,9 +50,16 @@ void CheckContainerd(const std::string& root, std::vector<DoctorCheck>& out,
     for (const char* cri : {kCriPluginV2, kCriPluginV3}) {
       const TomlValue* r = doc->Find({"plugins", cri, "containerd", "runtimes", kRuntimeName});
       if (!r || entry) continue;
-      RuntimeEntry e{file, "", ""};
+      RuntimeEntry e{file, "", "", "", false};
       if (const TomlValue* t = r->Find("runtime_type")) e.type = t->str;
       if (const TomlValue* c = r->Find({"options", "ConfigPath"})) e.config_path = c->str;
+      if (std::string(cri) == kCriPluginV2) {
+        const TomlValue* containerd = doc->Find({"plugins", cri, "containerd"});
+        const TomlValue* name = containerd->Find("default_runtime_name");
+        e.default_runtime = name && name->IsString() ? name->str : "runc";
+        const TomlValue* runtimes = containerd->Find("runtimes");
+        e.default_defined = runtimes && runtimes->Find(e.default_runtime);
+      }
       entry = e;
     }
   }
@@ -65,6 +76,14 @@ void CheckContainerd(const std::string& root, std::vector<DoctorCheck>& out,
   } else {
     out.push_back({true, what + " (" + entry->file + ")", ""});
   }
+  if (entry && !entry->default_runtime.empty())
+    out.push_back(
+        {entry->default_defined,
+         "containerd default runtime \"" + entry->default_runtime + "\" is defined beside " +
+             kRuntimeName + " (" + entry->file + ")",
+         "containerd 1.x keeps only the runtimes this file names, so its CRI plugin does not "
+         "load (\"no corresponding runtime configured\") and the kubelet has no runtime; run "
+         "`vfio-gpu install --host-root /` again (it adds runc's entry) and restart containerd"});
 }
 
 void CheckShim(const std::string& root, std::vector<DoctorCheck>& out) {

@@ -462,6 +462,8 @@ TEST_F(InstallTest, DoctorOnAGoodAndABrokenHostRoot) {
   for (const char* line : {
            "ok    containerd runtime vfio-gpu with runtime_type io.containerd.vfio-gpu.v2 "
            "(/etc/containerd/config.toml)",
+           "ok    containerd default runtime \"runc\" is defined beside vfio-gpu "
+           "(/etc/containerd/config.toml)",
            "ok    shim binary containerd-shim-vfio-gpu-v2 (/usr/local/bin/",
            "ok    Kata VFIO ports: cold_plug_vfio = \"root-port\" "
            "(/opt/kata/share/defaults/kata-containers/vfio-gpu/config.d/50-vfio-gpu.toml)",
@@ -490,6 +492,24 @@ TEST_F(InstallTest, DoctorOnAGoodAndABrokenHostRoot) {
            "4 problem(s) found",
        })
     EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+
+  // A config.toml merged by an installer that did not add runc (containerd 1.x drops CRI).
+  ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
+  ASSERT_TRUE(WriteFileAtomic(Config(), "version = 2\n"));
+  ASSERT_EQ(Install().code, 0);
+  std::string merged = *ReadFile(Config());
+  std::string runc =
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+      "  runtime_type = \"io.containerd.runc.v2\"\n";
+  ASSERT_TRUE(Has(merged, runc)) << merged;
+  merged.erase(merged.find(runc), runc.size());
+  ASSERT_TRUE(WriteFileAtomic(Config(), merged));
+  r = Vfio("doctor --host-root " + root_);
+  EXPECT_TRUE(Has(r.out,
+                  "FAIL  containerd default runtime \"runc\" is defined beside vfio-gpu "
+                  "(/etc/containerd/config.toml)"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out, "(it adds runc's entry)")) << r.out;
 
   // No runtime entry, no Kata configuration.
   ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
