@@ -10,7 +10,9 @@
 // The host is a realistic node: 300 PCI functions, 16 of them GPUs on vfio-pci. Cases: a container
 // and a pod sandbox, each without and with a GPU (the container's GPU twice in linux.devices, as a
 // CDI-resolved spec plus a stray --device would have it; the sandbox's GPU claimed in the ledger
-// every time, its Kata configuration read and checked). Authorize is off: there is no kubelet.
+// every time, its Kata configuration read and checked), authorize off; and a later GPU container
+// of a pod under authorize enforce, authorized by the pod's ledger claim (its helper always fails,
+// so a start that asked the kubelet would show as an error).
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <spawn.h>
