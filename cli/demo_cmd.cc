@@ -5,6 +5,7 @@
 
 #include "cdi/spec.h"
 #include "cli/commands.h"
+#include "cli/demo_shim.h"
 #include "cli/render.h"
 #include "common/files.h"
 #include "hostmodel/fake_host.h"
@@ -144,6 +145,12 @@ int Demo(Args& args) {
   for (const auto& s : specs) std::printf("# %s\n%s", s.file_name.c_str(), s.content.c_str());
   std::printf("\n");
   int rc = RunPlugin(root, config);
+  if (rc == kExitOk) {
+    // The shim runs as its own binary, as containerd runs it: the one beside this `vfio-gpu`.
+    auto self = ReadLink("/proc/self/exe");
+    if (self && RunShimDemo(root, Dirname(*self), config.roots, *snap, config.cdi_dir) != 0)
+      rc = kExitProblems;
+  }
   if (!keep) {
     std::error_code ec;
     std::filesystem::remove_all(root, ec);
