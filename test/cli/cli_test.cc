@@ -163,5 +163,32 @@ TEST_F(CliTest, DemoShowsTheSeedNode) {
   EXPECT_NE(r.out.find("\"path\": \"/dev/vfio/188\""), std::string::npos) << r.out;
 }
 
+// The demo's second half runs the real shim: each of seed 003's failures is shown prevented.
+TEST_F(CliTest, DemoRunsTheShimOnTheSeedsFailures) {
+  Outcome r = VfioGpu("demo", tmp_);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto after = [&](const std::string& marker) {
+    auto pos = r.out.find(marker);
+    return pos == std::string::npos ? std::string() : r.out.substr(pos);
+  };
+  std::string shim = after("== containerd-shim-vfio-gpu-v2");
+  ASSERT_FALSE(shim.empty()) << r.out;
+  EXPECT_EQ(shim.find("is not built"), std::string::npos) << shim;
+  // The GPU named three times reaches Kata's spec once, claimed by its sandbox.
+  EXPECT_NE(shim.find("spec after the hooks: linux.devices [/dev/vfio/25]  cdi annotations []"),
+            std::string::npos)
+      << shim;
+  EXPECT_NE(shim.find("\"sandbox_id\":\"sb-a\""), std::string::npos) << shim;
+  // Another tenant's annotation for that GPU is refused, naming the GPU and the pod.
+  EXPECT_NE(shim.find("exit 1: vfio-gpu: GPU 0000:17:00.0 (CDI annotation"), std::string::npos)
+      << shim;
+  EXPECT_NE(shim.find("is not allocated to pod tenant-b/notebook-1"), std::string::npos) << shim;
+  // A GPU sandbox headed for Cloud Hypervisor is refused, naming the RuntimeClass to use.
+  std::string clh = after("sandbox of GPU pod tenant-c/infer-2");
+  EXPECT_NE(clh.find("exit 1: vfio-gpu: this pod has GPUs"), std::string::npos) << shim;
+  EXPECT_NE(clh.find("RuntimeClass kata-qemu-vfio-gpu"), std::string::npos) << shim;
+  EXPECT_NE(shim.find("ledger for 0000:17:00.0: released"), std::string::npos) << shim;
+}
+
 }  // namespace
 }  // namespace vfio_gpu
