@@ -55,4 +55,16 @@ Viability CheckViability(const IommuGroup& group) {
   return {true, ""};
 }
 
+std::string PassthroughBlocker(int group, const std::vector<GroupMember>& members) {
+  for (const auto& m : members) {
+    if (m.bridge || IsVfioDriver(m.driver)) continue;
+    std::string what = m.error.empty() ? ClassName(m.class_code) : "unknown class";
+    std::string state = m.driver.empty() ? "has no driver" : "is bound to " + m.driver;
+    return "IOMMU group " + std::to_string(group) + ": " + m.bdf + " (" + what + ") " + state +
+           "; Kata passes every function of the group into the VM and QEMU opens only "
+           "vfio-pci-bound ones: bind it to vfio-pci";
+  }
+  return "";
+}
+
 }  // namespace vfio_gpu

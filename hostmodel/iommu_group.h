@@ -36,4 +36,12 @@ struct Viability {
 // snd_hda_intel; bind it to vfio-pci".
 Viability CheckViability(const IommuGroup& group);
 
+// What passthrough needs beyond viability: Kata hands every endpoint of the group to QEMU as a
+// vfio-pci device, and QEMU can open only members bound to a vfio driver, so a member with no
+// driver (or on pci-stub) fails the VM's start although VFIO calls the group viable. Empty when
+// every endpoint is on a vfio driver; otherwise names the first that isn't and the fix, e.g. "IOMMU
+// group 4: 0000:07:00.0 (ethernet) has no driver; Kata passes every function of the group into the
+// VM and QEMU opens only vfio-pci-bound ones: bind it to vfio-pci".
+std::string PassthroughBlocker(int group, const std::vector<GroupMember>& members);
+
 }  // namespace vfio_gpu

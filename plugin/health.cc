@@ -39,6 +39,8 @@ DeviceInfo DeviceFromUnit(const Unit& unit, const Quarantine& quarantine) {
                " reads 0xffff: the device fell off the bus; check its link and power";
   } else if (!unit.viable) {
     d.reason = unit.reason;
+  } else if (auto blocker = PassthroughBlocker(unit.iommu_group, unit.members); !blocker.empty()) {
+    d.reason = std::move(blocker);
   } else if (!unit.group_node_present) {
     d.reason = "IOMMU group " + std::to_string(unit.iommu_group) + " has no device node (" +
                ContainerGroupPath(unit.iommu_group) +

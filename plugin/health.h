@@ -2,9 +2,11 @@
 // advertised before, to what is advertised now.
 //
 // A unit is Unhealthy when its group node /dev/vfio/<N> is gone, its group is not viable (a member
-// left vfio-pci), a GPU fell off the bus (config space reads 0xffff), or it is quarantined. A unit
-// that was advertised and is no longer a unit stays listed, Unhealthy with the reason, so the
-// kubelet never silently loses capacity it accounted for:
+// left vfio-pci for a host driver), a member left vfio-pci for no driver (VFIO still calls the
+// group viable, but Kata passes every member and QEMU can't open that one), a GPU fell off the bus
+// (config space reads 0xffff), or it is quarantined. A unit that was advertised and is no longer a
+// unit stays listed, Unhealthy with the reason, so the kubelet never silently loses capacity it
+// accounted for:
 // - its GPU is still in sysfs (rebound to nvidia, broken entries): listed for as long as that
 // holds;
 // - its GPU vanished from sysfs: listed until it comes back, or dropped after `vanished_grace`.

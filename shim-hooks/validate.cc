@@ -64,6 +64,15 @@ HookResult Validate(const std::vector<VfioRef>& refs, const HostFacts& host,
              ErrorKind::kPermanent, {{unit->id, g.viability.reason}});
       return out;
     }
+    // Not a device fault (an operator unbound a member): the plugin already reports the unit
+    // Unhealthy while it lasts and Healthy again once it is rebound, so no quarantine here.
+    if (auto blocker = PassthroughBlocker(r.group, g.group.members); !blocker.empty()) {
+      refuse(r,
+             "vfio-gpu: cannot attach GPU " + unit->id + ": " + blocker +
+                 " (members: " + Members(g.group) + ")",
+             ErrorKind::kInvalid);
+      return out;
+    }
     if (!unit->present) {
       refuse(r,
              "vfio-gpu: cannot attach GPU " + unit->id +

@@ -24,6 +24,24 @@ TEST(ViabilityTest, VfioStubAndUnboundMembersAreViable) {
                   .viable);
 }
 
+TEST(PassthroughBlockerTest, EveryEndpointOnAVfioDriverPasses) {
+  EXPECT_EQ(PassthroughBlocker(8, {M("0000:00:01.0", "pcieport", 0x060400, true),
+                                   M("0000:07:00.0", "vfio-pci", 0x030000),
+                                   M("0000:07:00.1", "nvgrace_gpu_vfio_pci", 0x040300)}),
+            "");
+}
+
+// VFIO calls these groups viable; Kata, which hands every member to QEMU, can't use them.
+TEST(PassthroughBlockerTest, ADriverlessOrStubbedMemberIsNamedWithTheFix) {
+  EXPECT_EQ(PassthroughBlocker(
+                4, {M("0000:06:00.0", "vfio-pci", 0x00ff00), M("0000:07:00.0", "", 0x020000)}),
+            "IOMMU group 4: 0000:07:00.0 (ethernet) has no driver; Kata passes every function of "
+            "the group into the VM and QEMU opens only vfio-pci-bound ones: bind it to vfio-pci");
+  std::string stub = PassthroughBlocker(
+      14, {M("0000:01:00.0", "vfio-pci", 0x030000), M("0000:01:00.1", "pci-stub", 0x040300)});
+  EXPECT_NE(stub.find("0000:01:00.1 (audio) is bound to pci-stub"), std::string::npos) << stub;
+}
+
 TEST(ViabilityTest, BridgesDoNotCount) {
   EXPECT_TRUE(CheckViability(Group({M("0000:00:01.0", "pcieport", 0x060400, true),
                                     M("0000:01:00.0", "vfio-pci", 0x030000)}))

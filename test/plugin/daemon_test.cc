@@ -331,6 +331,25 @@ TEST_F(DaemonTest, MemberReboundToAnotherDriverAndBack) {
   WaitHealth("0000:b1:00.0", "Healthy");
 }
 
+// The GPU's audio function unbound from vfio-pci and left with no driver: VFIO still calls the
+// group viable, but Kata could not start the VM with it, so the unit is out of service until it is
+// rebound.
+TEST_F(DaemonTest, MemberLeftVfioForNoDriverAndBack) {
+  ASSERT_TRUE(BuildConsumerGpuHost(*host_, /*audio_on_vfio=*/true).ok());
+  StartAll();
+  WaitHealth("0000:01:00.0", "Healthy");
+  ASSERT_TRUE(host_->SetDriver("0000:01:00.1", "").ok());
+  auto tree = daemon_->RescanAndWait(kWait);  // stands in for the kernel's unbind uevent
+  ASSERT_TRUE(tree);
+  EXPECT_NE(tree->at(kPgpu).at("0000:01:00.0").reason.find("0000:01:00.1 (audio) has no driver"),
+            std::string::npos)
+      << tree->at(kPgpu).at("0000:01:00.0").reason;
+  WaitHealth("0000:01:00.0", "Unhealthy");
+  ASSERT_TRUE(host_->SetDriver("0000:01:00.1", "vfio-pci").ok());
+  daemon_->Rescan();
+  WaitHealth("0000:01:00.0", "Healthy");
+}
+
 TEST_F(DaemonTest, DeviceRemovedStaysUnhealthyThenComesBack) {
   ASSERT_TRUE(BuildSeedA10Host(*host_).ok());
   StartAll();

@@ -52,6 +52,21 @@ TEST(Health, EachCauseMakesItUnhealthyWithAReason) {
   for (const auto& [id, d] : r) EXPECT_FALSE(d.healthy) << id;
 }
 
+TEST(Health, AMemberThatLeftVfioForNoDriverMakesItUnhealthy) {
+  Unit u = MakeUnit("0000:01:00.0", 14);
+  u.members = {{"0000:00:01.0", "pcieport", 0x060400, true, ""},
+               {"0000:01:00.0", "vfio-pci", 0x030000, false, ""},
+               {"0000:01:00.1", "", 0x040300, false, ""}};
+  Snapshot s;
+  s.units = {u};
+  auto tree = ComputeDeviceTree(s, {}, {}, kT0);
+  const auto& d = tree.at("nvidia.com/pgpu").at("0000:01:00.0");
+  EXPECT_FALSE(d.healthy);
+  EXPECT_NE(d.reason.find("0000:01:00.1 (audio) has no driver"), std::string::npos) << d.reason;
+  s.units[0].members[2].driver = "vfio-pci";
+  EXPECT_TRUE(ComputeDeviceTree(s, {}, {}, kT0).at("nvidia.com/pgpu").at("0000:01:00.0").healthy);
+}
+
 TEST(Health, UnitReboundToAnotherDriverStaysListedUnhealthyWithTheReason) {
   Snapshot before;
   before.units = {MakeUnit("0000:17:00.0", 25)};

@@ -192,6 +192,26 @@ TEST_F(HooksTest, NonViableGroupIsRefusedAndQuarantined) {
   EXPECT_EQ(v.refusal->quarantine.count("0000:01:00.0"), 1u);
 }
 
+// The audio function left with no driver: viable by VFIO's rule, but Kata would hand it to QEMU,
+// which can't open it. Refused before the VM is built, naming the member; no quarantine (the device
+// is fine, and the plugin reports the unit Unhealthy only while the member is unbound).
+TEST_F(HooksTest, DriverlessGroupMemberIsRefusedWithoutQuarantine) {
+  ASSERT_TRUE(host_->SetDriver("0000:01:00.1", "").ok());
+  OciSpec s = Spec(ContainerSpec("[" + Dev("/dev/vfio/14", 241, 14) + "]"));
+  HostFacts f = Facts(s);
+  auto v = Validate(Refs(s, f), f, cfg_);
+  ASSERT_TRUE(v.refusal);
+  EXPECT_NE(v.refusal->message.find("cannot attach GPU 0000:01:00.0: IOMMU group 14: 0000:01:00.1 "
+                                    "(audio) has no driver"),
+            std::string::npos)
+      << v.refusal->message;
+  EXPECT_NE(v.refusal->message.find("bind it to vfio-pci"), std::string::npos);
+  EXPECT_TRUE(v.refusal->quarantine.empty());
+  ASSERT_TRUE(host_->SetDriver("0000:01:00.1", "vfio-pci").ok());
+  HostFacts ok = Facts(s);
+  EXPECT_FALSE(Validate(Refs(s, ok), ok, cfg_).refusal);
+}
+
 TEST_F(HooksTest, UnknownAndForeignGroupsAreRefused) {
   OciSpec nic = Spec(ContainerSpec("[" + Dev("/dev/vfio/61", 241, 61) + "]"));
   HostFacts f = Facts(nic);
