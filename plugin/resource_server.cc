@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <string_view>
 
 #include "common/files.h"
 #include "common/strings.h"
@@ -25,11 +26,13 @@ std::string SocketName(const std::string& resource) {
   std::string s;
   for (char c : resource)
     s += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-') ? c : '_';
-  // "vfio-gpu-" + s + ".sock" stays well under 63 characters; long names keep a unique hash tail.
-  if (s.size() > 40) {
+  // The whole name stays within kMaxSocketName (40) characters, so a prefix of 20 that tooling may
+  // add never pushes it past 63 (seed 000); long names keep a unique 8-digit hash tail.
+  const size_t room = kMaxSocketName - std::string_view("vfio-gpu-.sock").size();
+  if (s.size() > room) {
     uint32_t h = 2166136261u;
     for (unsigned char c : resource) h = (h ^ c) * 16777619u;
-    s = s.substr(0, 31) + "-" + Hex(h, 8).substr(2);
+    s = s.substr(0, room - 9) + "-" + Hex(h, 8);
   }
   return "vfio-gpu-" + s + ".sock";
 }

@@ -22,7 +22,9 @@
 
 namespace vfio_gpu::plugin {
 
-// Socket file name for a resource: "vfio-gpu-nvidia.com_pgpu.sock" (short, unique per resource).
+// Socket file name for a resource: "vfio-gpu-nvidia.com_pgpu.sock" (unique per resource, at most
+// kMaxSocketName characters).
+inline constexpr size_t kMaxSocketName = 40;
 std::string SocketName(const std::string& resource);
 
 // The kubelet's view of a device list.

@@ -207,11 +207,14 @@ def check_names(c):
                 fields += [(f"volume {v['name']} configMap", v["configMap"]["name"])
                            for v in spec.get("volumes", []) if "configMap" in v]
         cfg = plugin_config_of(objs) or {}
-        # The plugin names one socket per resource after the resource name; assume the scheme
-        # vfio-gpu-<domain>-<name>.sock (see the plugin) and keep room for it.
+        # The plugin names one socket per resource: vfio-gpu-<resource, [^A-Za-z0-9.-] as _>.sock,
+        # cut to 40 characters with a hash tail when longer (plugin/resource_server.cc, pinned for
+        # any resource name by test/plugin/socket_name_test.cc). The shipped names must not need
+        # the cut: the socket should read as its resource.
         for key in ("resource_name", "nvswitch_resource_name"):
             if cfg.get(key):
-                fields.append((f"socket for {key}", "vfio-gpu-" + cfg[key].replace("/", "-") + ".sock"))
+                sock = re.sub(r"[^A-Za-z0-9.-]", "_", cfg[key])
+                fields.append((f"socket for {key}", f"vfio-gpu-{sock}.sock"))
         for what, value in fields:
             c.check(len(str(value)) <= NAME_LIMIT,
                     f"{rel} with namePrefix {PREFIX!r}: {what} {value!r} is {len(str(value))} "
