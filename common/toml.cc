@@ -279,8 +279,17 @@ class Parser {
       v.str = std::move(*str);
       return v;
     }
-    if (c == '[') return Array();
-    if (c == '{') return InlineTable();
+    if (c == '[' || c == '{') {
+      // Arrays and inline tables nest by recursion: bound it, so a hostile or broken file is an
+      // error naming its line, not a stack overflow.
+      if (depth_ >= kMaxNesting)
+        return Fail("arrays and inline tables nested more than " + std::to_string(kMaxNesting) +
+                    " deep");
+      ++depth_;
+      auto nested = c == '[' ? Array() : InlineTable();
+      --depth_;
+      return nested;
+    }
     size_t start = p_;
     while (!End() && (IsBareKeyChar(s_[p_]) || s_[p_] == '.' || s_[p_] == '+' || s_[p_] == ':'))
       ++p_;
@@ -493,6 +502,8 @@ class Parser {
   std::string source_;
   size_t p_ = 0;
   int line_ = 1;
+  static constexpr int kMaxNesting = 64;
+  int depth_ = 0;
 };
 
 }  // namespace

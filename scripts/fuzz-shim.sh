@@ -17,4 +17,4 @@ clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-reco
 # Seeds: realistic specs and runtime options.
 printf '%s' '{"annotations":{"io.kubernetes.cri.container-type":"sandbox","io.kubernetes.cri.sandbox-name":"p","io.kubernetes.cri.sandbox-namespace":"n","io.katacontainers.config.hypervisor.path":"/x","cdi.k8s.io/gpu":"nvidia.com/pgpu=0"},"linux":{"devices":[{"path":"/dev/vfio/25","type":"c","major":241,"minor":25},{"path":"/dev/vfio/devices/vfio3","type":"c","major":511,"minor":3}]}}' > "$out/corpus/seed-spec.json"
 printf '[hypervisor.qemu]\ncold_plug_vfio = "root-port"\nenable_annotations = ["a",\n "b"]\n' > "$out/corpus/seed.toml"
-exec "$out/fuzz_spec_reader" -max_total_time="$secs" -max_len=65536 -print_final_stats=1 "$out/corpus"
+exec "$out/fuzz_spec_reader" -artifact_prefix="$out/" -max_total_time="$secs" -max_len=65536 -print_final_stats=1 "$out/corpus"

@@ -99,6 +99,21 @@ TEST(TomlTest, ErrorsNameTheFileAndLine) {
   }
 }
 
+// Found by the shim's fuzz target: nesting recursed without bound (a stack overflow on a
+// malformed Kata configuration). Deep nesting is an error naming the line; sane nesting reads.
+TEST(TomlTest, NestingIsBounded) {
+  std::string deep = "a = " + std::string(100000, '[') + "\n";
+  auto doc = ParseToml(deep, "f.toml");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_NE(doc.error().message().find("f.toml:1: arrays and inline tables nested more than 64"),
+            std::string::npos)
+      << doc.error().message();
+  std::string braces = "a = ";
+  for (int i = 0; i < 1000; ++i) braces += "{ b = ";
+  EXPECT_FALSE(ParseToml(braces + "\n", "f.toml").ok());
+  EXPECT_TRUE(ParseToml("a = [[1, 2], [{ b = [3] }]]\n", "f.toml").ok());
+}
+
 TEST(TomlTest, QuotesStrings) {
   EXPECT_EQ(TomlQuote("a\"b\\c"), "\"a\\\"b\\\\c\"");
   auto doc = ParseToml("k = " + TomlQuote("x\"y\\z\n") + "\n", "q");
