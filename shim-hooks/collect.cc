@@ -3,6 +3,7 @@
 
 #include "common/strings.h"
 #include "shim-hooks/hooks.h"
+#include "shim-hooks/host_facts.h"
 
 namespace vfio_gpu {
 
@@ -12,6 +13,8 @@ std::string RefSourceName(RefSource s) {
       return "group node";
     case RefSource::kCdev:
       return "iommufd cdev";
+    case RefSource::kAlias:
+      return "alias";
     case RefSource::kCdiAnnotation:
       return "CDI annotation";
     case RefSource::kColdPlug:
@@ -90,33 +93,91 @@ std::vector<std::pair<std::string, std::string>> CdiAnnotationNames(const OciSpe
   return out;
 }
 
+namespace {
+
+std::string Numbers(const DevKey& k) {
+  return std::to_string(k.first) + ":" + std::to_string(k.second);
+}
+
+// What device numbers are on this host, for messages: "/dev/vfio/31", "the iommufd cdev vfio3".
+std::string NodeOfNumbers(const DevKey& k, const HostFacts& host, const HostRoots& roots) {
+  if (auto g = host.nodes.groups.find(k); g != host.nodes.groups.end())
+    return roots.VfioGroupNode(g->second);
+  if (auto c = host.nodes.cdevs.find(k); c != host.nodes.cdevs.end())
+    return roots.VfioCdevNode(c->second);
+  return "no VFIO node";
+}
+
+// runc creates the entry from its numbers, Kata reads the group from its path: both must name the
+// same node, or the two would reach different GPUs.
+std::string NumbersMismatch(const OciDevice& d, const std::optional<DevKey>& host_node,
+                            const HostFacts& host, const HostRoots& roots) {
+  auto num = NumbersOf(d);
+  if (!num || (host_node && *num == *host_node)) return "";
+  // Unknown numbers at a path whose node isn't a character device here (a fake tree): nothing
+  // says they differ. Numbers of another VFIO node, or of VFIO's major, do.
+  bool vfio = host.nodes.groups.count(*num) || host.nodes.cdevs.count(*num) ||
+              host.nodes.majors.count(num->first);
+  if (!host_node && !vfio) return "";
+  return "linux.devices entry " + d.path + " carries device numbers " + Numbers(*num) +
+         " (on this node: " + NodeOfNumbers(*num, host, roots) + "), but " + d.path + " is " +
+         (host_node ? Numbers(*host_node) : std::string("not a VFIO node on this node")) +
+         ": the path and the numbers name different devices; remove the entry and request the "
+         "GPU through the pod's resources";
+}
+
+void ResolveCdev(VfioRef& ref, const std::string& name, const HostFacts& host,
+                 const HostRoots& roots) {
+  auto bdf = host.cdevs.find(name);
+  auto grp = bdf == host.cdevs.end() ? host.bdf_groups.end() : host.bdf_groups.find(bdf->second);
+  if (grp == host.bdf_groups.end()) {
+    ref.error = "iommufd cdev " + ref.what + " does not lead to a PCI device in " + roots.sysfs +
+                "/dev/char or any unit's vfio-dev";
+  } else {
+    ResolveGroup(ref, grp->second, host);
+  }
+}
+
+}  // namespace
+
 CollectResult Collect(const OciSpec& spec, const HostFacts& host, const CdiRegistry& cdi,
                       const ShimConfig& cfg) {
   CollectResult out;
   for (const auto& d : spec.devices) {
+    VfioRef ref;
+    ref.what = d.path;
+    ref.device_index = d.index;
+    auto num = NumbersOf(d);
     if (auto g = GroupOfDevicePath(d.path, cfg.roots)) {
-      VfioRef ref;
       ref.source = RefSource::kGroupNode;
-      ref.what = d.path;
-      ref.device_index = d.index;
       ResolveGroup(ref, *g, host);
-      out.refs.push_back(std::move(ref));
+      ref.error = NumbersMismatch(d, host.nodes.OfGroup(*g), host, cfg.roots);
     } else if (auto name = CdevOfDevicePath(d.path, cfg.roots)) {
-      VfioRef ref;
       ref.source = RefSource::kCdev;
-      ref.what = d.path;
-      ref.device_index = d.index;
-      auto bdf = host.cdevs.find(*name);
-      auto grp =
-          bdf == host.cdevs.end() ? host.bdf_groups.end() : host.bdf_groups.find(bdf->second);
-      if (grp == host.bdf_groups.end()) {
-        ref.error = "iommufd cdev " + d.path + " does not lead to a PCI device in " +
-                    cfg.roots.sysfs + "/dev/char or any unit's vfio-dev";
-      } else {
-        ResolveGroup(ref, grp->second, host);
-      }
-      out.refs.push_back(std::move(ref));
+      ResolveCdev(ref, *name, host, cfg.roots);
+      if (auto m = NumbersMismatch(d, host.nodes.OfCdev(*name), host, cfg.roots); !m.empty())
+        ref.error = m;
+    } else if (!num) {
+      continue;
+    } else if (auto ng = host.nodes.groups.find(*num); ng != host.nodes.groups.end()) {
+      ref.source = RefSource::kAlias;
+      ref.what = d.path + " (" + Numbers(*num) + " = " + cfg.roots.VfioGroupNode(ng->second) + ")";
+      ResolveGroup(ref, ng->second, host);
+    } else if (auto nc = host.nodes.cdevs.find(*num); nc != host.nodes.cdevs.end()) {
+      ref.source = RefSource::kAlias;
+      ref.what = d.path + " (" + Numbers(*num) + " = " + cfg.roots.VfioCdevNode(nc->second) + ")";
+      ResolveCdev(ref, nc->second, host, cfg.roots);
+    } else if (host.nodes.majors.count(num->first)) {
+      ref.source = RefSource::kAlias;
+      ref.error = "linux.devices entry " + d.path + " carries device numbers " + Numbers(*num) +
+                  " of VFIO's major " + std::to_string(num->first) + ", but no node under " +
+                  cfg.roots.dev +
+                  "/vfio has them; remove the entry and request the GPU through the pod's "
+                  "resources";
+    } else {
+      continue;  // not a VFIO device
     }
+    out.refs.push_back(std::move(ref));
   }
   for (const auto& [key, name] : CdiAnnotationNames(spec, cfg)) {
     VfioRef ref;

@@ -15,6 +15,12 @@ bool IsDevice(const VfioRef& r) {
   return r.device_index.has_value();
 }
 
+// Which entry stays when several name one GPU: the group node Kata expects, else an alias, else a
+// cdev (both rewritten to the group node).
+int Rank(RefSource s) {
+  return s == RefSource::kGroupNode ? 0 : s == RefSource::kAlias ? 1 : 2;
+}
+
 }  // namespace
 
 DedupResult Deduplicate(OciSpec& spec, std::vector<VfioRef>& refs, const HostFacts& host,
@@ -24,7 +30,8 @@ DedupResult Deduplicate(OciSpec& spec, std::vector<VfioRef>& refs, const HostFac
   std::vector<Json> entries = spec.DeviceEntries();
 
   // Within the spec: choose the entry that stays for each unit: the first group node, else the
-  // first cdev (rewritten to the group node, the form Kata expects).
+  // first alias, else the first cdev (the last two rewritten to the group node, the form Kata
+  // expects).
   std::map<std::string, size_t> chosen;  // unit -> ref index
   for (size_t i = 0; i < refs.size(); ++i) {
     const VfioRef& r = refs[i];
@@ -32,7 +39,7 @@ DedupResult Deduplicate(OciSpec& spec, std::vector<VfioRef>& refs, const HostFac
     auto it = chosen.find(r.unit_id);
     if (it == chosen.end()) {
       chosen[r.unit_id] = i;
-    } else if (refs[it->second].source == RefSource::kCdev && r.source != RefSource::kCdev) {
+    } else if (Rank(r.source) < Rank(refs[it->second].source)) {
       it->second = i;
     }
   }
@@ -53,14 +60,21 @@ DedupResult Deduplicate(OciSpec& spec, std::vector<VfioRef>& refs, const HostFac
                              false});
         continue;
       }
-      if (r.source == RefSource::kCdev) {
+      if (r.source != RefSource::kGroupNode) {
+        // The group node's numbers on the host; an alias's own when unknown (Collect checked
+        // they are that node's).
         auto gf = host.groups.find(r.group);
-        DevNum n = gf != host.groups.end() && gf->second.node ? *gf->second.node : DevNum{};
+        const Json& e = entries[*r.device_index];
+        DevNum n = gf != host.groups.end() && gf->second.node ? *gf->second.node
+                   : r.source == RefSource::kAlias
+                       ? DevNum{e.Get("major").AsInt(), e.Get("minor").AsInt()}
+                       : DevNum{};
         std::string path = ContainerGroupPath(r.group);
         replace_entries[*r.device_index] = CharDeviceEntry(path, n.major, n.minor);
-        decisions.push_back({"dedup", "replaced", r.bdfs, r.group, r.unit_id,
-                             "iommufd cdev " + r.what + " collapsed to the group node " + path,
-                             false});
+        decisions.push_back(
+            {"dedup", "replaced", r.bdfs, r.group, r.unit_id,
+             RefSourceName(r.source) + " " + r.what + " collapsed to the group node " + path,
+             false});
         r.what = path;
         r.source = RefSource::kGroupNode;
       }
@@ -84,8 +98,9 @@ DedupResult Deduplicate(OciSpec& spec, std::vector<VfioRef>& refs, const HostFac
   std::set<std::string> seen_units;
   std::map<size_t, DevNum> renumber;  // entry index -> the claim's major:minor
   for (const auto& r : refs) {
-    if (r.unit_id.empty() || !seen_units.insert(r.unit_id).second) continue;
-    if (IsDevice(r) && drop_entries.count(*r.device_index)) continue;
+    // A dropped entry must not stand for its unit here: the entry that stays is claimed.
+    if (r.unit_id.empty() || (IsDevice(r) && drop_entries.count(*r.device_index))) continue;
+    if (!seen_units.insert(r.unit_id).second) continue;
     for (const auto& bdf : r.bdfs) {
       auto c = ledger.find(bdf);
       if (c != ledger.end() && c->second.sandbox_id == me) {

@@ -35,8 +35,21 @@ struct GroupFacts {
   bool node_present = false;
 };
 
+// The host's VFIO nodes by device numbers: <dev_root>/vfio/<N> and <dev_root>/vfio/devices/vfioX.
+// runc creates a spec's device from its major:minor whatever path the entry gives it, so a spec
+// names a GPU by its numbers as much as by its path.
+using DevKey = std::pair<int64_t, int64_t>;
+struct VfioNodes {
+  std::map<DevKey, int> groups;         // major:minor -> IOMMU group
+  std::map<DevKey, std::string> cdevs;  // major:minor -> "vfio3"
+  std::set<int64_t> majors;             // the majors of those nodes: VFIO's, on this host
+  std::optional<DevKey> OfGroup(int group) const;
+  std::optional<DevKey> OfCdev(const std::string& name) const;
+};
+
 struct HostFacts {
   Snapshot snapshot;
+  VfioNodes nodes;
   std::map<int, GroupFacts> groups;          // every group referenced or allocated
   std::map<std::string, std::string> cdevs;  // "vfio3" -> BDF (via /sys/dev/char or sysfs)
   std::map<std::string, int> bdf_groups;     // BDF -> IOMMU group, for cdev BDFs
@@ -66,7 +79,8 @@ struct HookResult {
 };
 
 // ---- Collect ----
-enum class RefSource { kGroupNode, kCdev, kCdiAnnotation, kColdPlug };
+// kAlias: a linux.devices entry at another path carrying a VFIO node's device numbers.
+enum class RefSource { kGroupNode, kCdev, kAlias, kCdiAnnotation, kColdPlug };
 std::string RefSourceName(RefSource s);
 
 // One way a spec names a VFIO device.
@@ -172,7 +186,8 @@ struct DedupResult {
   std::vector<PlannedClaim> claims;  // BDFs this sandbox must claim in the ledger
 };
 
-// One entry per BDF within the spec (group node preferred; a cdev collapses into the group node;
+// One entry per BDF within the spec (group node preferred; an alias or a cdev collapses into the
+// group node;
 // a CDI annotation naming a device already present is dropped), and across the node: a BDF claimed
 // by another live sandbox is refused, one claimed by this sandbox keeps the claim's major:minor.
 DedupResult Deduplicate(OciSpec& spec, std::vector<VfioRef>& refs, const HostFacts& host,

@@ -63,6 +63,55 @@ void AddCdev(const HostRoots& roots, const OciDevice& d, const std::string& name
 
 }  // namespace
 
+std::optional<DevKey> VfioNodes::OfGroup(int group) const {
+  for (const auto& [key, g] : groups)
+    if (g == group) return key;
+  return std::nullopt;
+}
+
+std::optional<DevKey> VfioNodes::OfCdev(const std::string& name) const {
+  for (const auto& [key, n] : cdevs)
+    if (n == name) return key;
+  return std::nullopt;
+}
+
+VfioNodes ReadVfioNodes(const HostRoots& roots) {
+  VfioNodes out;
+  std::string dir = roots.dev + "/vfio";
+  if (auto names = ListDir(dir)) {
+    for (const auto& n : *names) {
+      auto g = ParseInt(n);
+      if (!g || *g < 0 || std::to_string(*g) != n) continue;
+      if (auto num = CharDev(dir + "/" + n, nullptr)) {
+        out.groups[{num->major, num->minor}] = static_cast<int>(*g);
+        out.majors.insert(num->major);
+      }
+    }
+  }
+  if (auto names = ListDir(dir + "/devices")) {
+    for (const auto& n : *names) {
+      if (n.rfind("vfio", 0) != 0) continue;
+      if (auto num = CharDev(dir + "/devices/" + n, nullptr)) {
+        out.cdevs[{num->major, num->minor}] = n;
+        out.majors.insert(num->major);
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<DevKey> NumbersOf(const OciDevice& d) {
+  if (!d.major || !d.minor || (d.type != "c" && d.type != "u")) return std::nullopt;
+  return DevKey{*d.major, *d.minor};
+}
+
+bool MayHoldAliases(const OciSpec& spec, const HostRoots& roots) {
+  for (const auto& d : spec.devices)
+    if (NumbersOf(d) && !GroupOfDevicePath(d.path, roots) && !CdevOfDevicePath(d.path, roots))
+      return true;
+  return false;
+}
+
 Selection ShimSelection() {
   Selection s;
   s.vendors = {0x10de, 0x1002, 0x8086};
@@ -92,19 +141,28 @@ std::optional<int> GroupOfBdf(const HostRoots& roots, const std::string& bdf) {
 }
 
 GroupsOfInterest GroupsNamedBy(const HostRoots& roots, const OciSpec& spec,
-                               const std::set<int>& extra_groups) {
+                               const std::set<int>& extra_groups, const VfioNodes& nodes) {
   GroupsOfInterest out;
   out.groups = extra_groups;
+  auto add_cdev = [&](const OciDevice& d, const std::string& name) {
+    auto bdf = CdevBdf(roots, d, name);
+    auto cg = bdf ? GroupOfBdf(roots, *bdf) : std::nullopt;
+    if (cg)
+      out.groups.insert(*cg);
+    else
+      out.complete = false;
+  };
   for (const auto& d : spec.devices) {
+    auto num = NumbersOf(d);
+    // A group node's numbers may be another group's: both are read, Collect refuses the entry.
+    if (num)
+      if (auto g = nodes.groups.find(*num); g != nodes.groups.end()) out.groups.insert(g->second);
     if (auto g = GroupOfDevicePath(d.path, roots)) {
       out.groups.insert(*g);
     } else if (auto name = CdevOfDevicePath(d.path, roots)) {
-      auto bdf = CdevBdf(roots, d, *name);
-      auto cg = bdf ? GroupOfBdf(roots, *bdf) : std::nullopt;
-      if (cg)
-        out.groups.insert(*cg);
-      else
-        out.complete = false;
+      add_cdev(d, *name);
+    } else if (num) {
+      if (auto c = nodes.cdevs.find(*num); c != nodes.cdevs.end()) add_cdev(d, c->second);
     }
   }
   return out;
@@ -121,14 +179,23 @@ Result<Snapshot> ScanForStart(const HostRoots& roots, const GroupsOfInterest& in
 }
 
 HostFacts GatherHostFacts(const HostRoots& roots, Snapshot snapshot, const OciSpec& spec,
-                          const std::set<int>& extra_groups) {
+                          const std::set<int>& extra_groups, std::optional<VfioNodes> nodes) {
   HostFacts facts;
   facts.snapshot = std::move(snapshot);
+  facts.nodes = nodes ? std::move(*nodes) : ReadVfioNodes(roots);
   for (const auto& d : spec.devices) {
-    if (auto g = GroupOfDevicePath(d.path, roots))
+    auto num = NumbersOf(d);
+    if (num)
+      if (auto g = facts.nodes.groups.find(*num); g != facts.nodes.groups.end())
+        AddGroupFacts(roots, g->second, facts);
+    if (auto g = GroupOfDevicePath(d.path, roots)) {
       AddGroupFacts(roots, *g, facts);
-    else if (auto name = CdevOfDevicePath(d.path, roots))
+    } else if (auto name = CdevOfDevicePath(d.path, roots)) {
       AddCdev(roots, d, *name, facts);
+    } else if (num) {
+      if (auto c = facts.nodes.cdevs.find(*num); c != facts.nodes.cdevs.end())
+        AddCdev(roots, d, c->second, facts);
+    }
   }
   for (int g : extra_groups) AddGroupFacts(roots, g, facts);
   return facts;

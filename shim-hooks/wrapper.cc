@@ -238,6 +238,14 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
   for (const auto& d : spec.devices)
     if (GroupOfDevicePath(d.path, cfg.roots) || CdevOfDevicePath(d.path, cfg.roots))
       has_vfio = true;
+  // A VFIO node's numbers at another path (an alias) reach the GPU as surely as its path: the
+  // host's VFIO nodes are listed only when the spec has character devices elsewhere.
+  std::optional<VfioNodes> nodes;
+  if (MayHoldAliases(spec, cfg.roots)) {
+    nodes = ReadVfioNodes(cfg.roots);
+    for (const auto& d : spec.devices)
+      if (auto num = NumbersOf(d); num && nodes->majors.count(num->first)) has_vfio = true;
+  }
   auto cdi_names = CdiAnnotationNames(spec, cfg);
   bool names_gpus = has_vfio || !cdi_names.empty();
   bool in_k8s = spec.identity.InKubernetes();
@@ -295,10 +303,11 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
     if (plan && allocation)
       for (const auto& id : allocation->units)
         if (auto g = GroupOfBdf(cfg.roots, id)) extra.insert(*g);
-    GroupsOfInterest interest = GroupsNamedBy(cfg.roots, spec, extra);
+    if (!nodes) nodes = ReadVfioNodes(cfg.roots);
+    GroupsOfInterest interest = GroupsNamedBy(cfg.roots, spec, extra, *nodes);
     auto snap = ScanForStart(cfg.roots, interest);
     if (!snap) return RefuseError(log, snap.error().Wrap("cannot scan the host's GPUs"), cfg);
-    host = GatherHostFacts(cfg.roots, std::move(*snap), spec, extra);
+    host = GatherHostFacts(cfg.roots, std::move(*snap), spec, extra, std::move(*nodes));
 
     CollectResult collected = Collect(spec, *host, cdi, cfg);
     for (const auto& d : collected.decisions) log.Decide(d);

@@ -36,10 +36,19 @@ class HooksTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message());
     return s.ok() ? std::move(*s) : OciSpec{};
   }
-  HostFacts Facts(const OciSpec& spec, std::set<int> extra = {}) {
+  HostFacts Facts(const OciSpec& spec, std::set<int> extra = {},
+                  std::optional<VfioNodes> nodes = std::nullopt) {
     auto snap = Scan(host_->roots(), ShimSelection());
     EXPECT_TRUE(snap.ok());
-    return GatherHostFacts(host_->roots(), *snap, spec, extra);
+    return GatherHostFacts(host_->roots(), *snap, spec, extra, std::move(nodes));
+  }
+  // The fake tree's group nodes are plain files; on a node they are character devices of VFIO's
+  // major (here 241, minor = group), which is what ReadVfioNodes indexes.
+  static VfioNodes SeedNodes() {
+    VfioNodes n;
+    for (int g : {14, 25, 31, 182, 188}) n.groups[{241, g}] = g;
+    n.majors = {241};
+    return n;
   }
   // The plugin's CDI spec of the seed host's four A10s (names = unit IDs).
   CdiRegistry Cdi() {
@@ -146,6 +155,109 @@ TEST_F(HooksTest, GroupNodeAndCdevCollapseToTheGroupNode) {
   ASSERT_FALSE(Deduplicate(only, refs2, f2, {}, cfg_).result.refusal);
   ASSERT_EQ(only.devices.size(), 1u);
   EXPECT_EQ(only.devices[0].path, u.GroupPath());
+}
+
+// The cdev first, the group node second: the entry that stays must still be checked against the
+// ledger and claimed (the dropped cdev must not stand for the unit).
+TEST_F(HooksTest, CdevBeforeGroupNodeIsStillClaimedAndRefusedWhenTaken) {
+  FakeHost hgx(tmp_.path() + "/hgx");
+  ASSERT_TRUE(BuildHgxHost(hgx).ok());
+  cfg_.roots = hgx.roots();
+  auto snap = Scan(hgx.roots(), ShimSelection());
+  ASSERT_TRUE(snap.ok());
+  const Unit* u = nullptr;
+  for (const auto& unit : snap->units)
+    if (!u && !unit.cdevs.empty()) u = &unit;
+  ASSERT_NE(u, nullptr);
+  std::string cdev = "/dev/vfio/devices/" + u->cdevs.front();
+  int minor = std::stoi(u->cdevs.front().substr(4));
+  std::string devices =
+      "[" + Dev(cdev, 511, minor) + "," + Dev(u->GroupPath(), 241, u->iommu_group) + "]";
+  OciSpec s = Spec(ContainerSpec(devices));
+  HostFacts f = GatherHostFacts(hgx.roots(), *snap, s, {});
+  auto refs = Refs(s, f);
+  DedupResult d = Deduplicate(s, refs, f, {}, cfg_);
+  ASSERT_FALSE(d.result.refusal);
+  ASSERT_FALSE(d.claims.empty());
+  EXPECT_EQ(d.claims[0].unit, u->id);
+
+  OciSpec s2 = Spec(ContainerSpec(devices));
+  auto refs2 = Refs(s2, f);
+  LedgerView taken{{u->gpus.front(), {"other-sb", "/b", 42, u->iommu_group, {}, false, ""}}};
+  DedupResult d2 = Deduplicate(s2, refs2, f, taken, cfg_);
+  ASSERT_TRUE(d2.result.refusal);
+  EXPECT_NE(d2.result.refusal->message.find("already attached to sandbox other-sb"),
+            std::string::npos)
+      << d2.result.refusal->message;
+}
+
+// runc creates a device from its numbers, Kata reads the group from its path: a spec whose
+// /dev/vfio/182 carries /dev/vfio/25's numbers would reach one GPU while every check looked at
+// the other.
+TEST_F(HooksTest, PathAndNumbersNamingDifferentGroupsAreRefused) {
+  OciSpec s = Spec(ContainerSpec("[" + Dev("/dev/vfio/182", 241, 25) + "]"));
+  HostFacts f = Facts(s, {}, SeedNodes());
+  auto v = Validate(Refs(s, f), f, cfg_);
+  ASSERT_TRUE(v.refusal);
+  EXPECT_NE(
+      v.refusal->message.find("linux.devices entry /dev/vfio/182 carries device numbers "
+                              "241:25 (on this node: " +
+                              cfg_.roots.VfioGroupNode(25) + "), but /dev/vfio/182 is 241:182"),
+      std::string::npos)
+      << v.refusal->message;
+  EXPECT_TRUE(v.refusal->quarantine.empty());
+  // Matching numbers pass.
+  OciSpec ok = Spec(ContainerSpec("[" + Dev("/dev/vfio/182", 241, 182) + "]"));
+  HostFacts g = Facts(ok, {}, SeedNodes());
+  EXPECT_FALSE(Validate(Refs(ok, g), g, cfg_).refusal);
+}
+
+// A VFIO node's numbers at another path are the same GPU: collected, validated, authorized,
+// claimed, and collapsed into the group node Kata expects.
+TEST_F(HooksTest, AliasPathIsAGpuReferenceLikeAnyOther) {
+  OciSpec s = Spec(
+      ContainerSpec("[" + Dev("/dev/gpu0", 241, 25) + "," + Dev("/dev/vfio/25", 241, 25) + "]"));
+  HostFacts f = Facts(s, {}, SeedNodes());
+  auto refs = Refs(s, f);
+  ASSERT_EQ(refs.size(), 2u);
+  EXPECT_EQ(refs[0].source, RefSource::kAlias);
+  EXPECT_EQ(refs[0].unit_id, "0000:17:00.0");
+  ASSERT_FALSE(Validate(refs, f, cfg_).refusal);
+  PodAllocation other;
+  other.found = true;
+  other.units = {"0000:31:00.0"};
+  auto a = Authorize(refs, s.identity, other, cfg_);
+  ASSERT_TRUE(a.refusal);
+  EXPECT_NE(a.refusal->message.find("GPU 0000:17:00.0"), std::string::npos) << a.refusal->message;
+  DedupResult d = Deduplicate(s, refs, f, {}, cfg_);
+  ASSERT_FALSE(d.result.refusal);
+  ASSERT_EQ(s.devices.size(), 1u);
+  EXPECT_EQ(s.devices[0].path, "/dev/vfio/25");
+  EXPECT_EQ(d.claims.size(), 1u);
+
+  // Alone, the alias is rewritten to the group node with its numbers.
+  OciSpec alone = Spec(ContainerSpec("[" + Dev("/dev/gpu0", 241, 25) + "]"));
+  HostFacts g = Facts(alone, {}, SeedNodes());
+  auto refs2 = Refs(alone, g);
+  DedupResult d2 = Deduplicate(alone, refs2, g, {}, cfg_);
+  ASSERT_FALSE(d2.result.refusal);
+  ASSERT_EQ(alone.devices.size(), 1u);
+  EXPECT_EQ(alone.devices[0].path, "/dev/vfio/25");
+  EXPECT_EQ(*alone.devices[0].major, 241);
+  EXPECT_EQ(*alone.devices[0].minor, 25);
+
+  // Numbers of VFIO's major that no node has: refused, not ignored.
+  OciSpec unknown = Spec(ContainerSpec("[" + Dev("/dev/gpu9", 241, 77) + "]"));
+  HostFacts h = Facts(unknown, {}, SeedNodes());
+  auto v = Validate(Refs(unknown, h), h, cfg_);
+  ASSERT_TRUE(v.refusal);
+  EXPECT_NE(v.refusal->message.find("/dev/gpu9 carries device numbers 241:77 of VFIO's major 241"),
+            std::string::npos)
+      << v.refusal->message;
+  // Other character devices are none of our business.
+  OciSpec null = Spec(ContainerSpec("[" + Dev("/dev/null2", 1, 3) + "]"));
+  HostFacts n = Facts(null, {}, SeedNodes());
+  EXPECT_TRUE(Refs(null, n).empty());
 }
 
 TEST_F(HooksTest, DeviceAndCdiAnnotationForTheSameGpuKeepTheDevice) {
