@@ -143,4 +143,25 @@ Result<Selection> ReadSelection(StrictObject& config) {
   return s;
 }
 
+Json SelectionToJson(const Selection& s) {
+  auto strings = [](const std::vector<std::string>& v) {
+    Json a = Json::Array();
+    for (const auto& x : v) a.Append(Json::String(x));
+    return a;
+  };
+  Json vendors = Json::Array();
+  for (uint16_t v : s.vendors) vendors.Append(Json::String("0x" + Hex(v, 4)));
+  Json o = Json::Object();
+  o.Set("vendors", std::move(vendors));
+  o.Set("gpu_classes", strings(s.gpu_classes));
+  o.Set("resource_naming",
+        Json::String(s.naming == ResourceNaming::kPerModel ? "per-model" : "single"));
+  if (!s.resource_name.empty()) o.Set("resource_name", Json::String(s.resource_name));
+  o.Set("nvswitch_resource_name", Json::String(s.nvswitch_resource_name));
+  o.Set("allow", strings(s.allow));
+  o.Set("deny", strings(s.deny));
+  o.Set("cdi_aliases", Json::Bool(s.cdi_aliases));
+  return o;
+}
+
 }  // namespace vfio_gpu

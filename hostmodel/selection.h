@@ -47,5 +47,8 @@ inline const std::vector<std::string> kSelectionKeys = {
 
 // Reads the selection keys out of a config object being read strictly; other keys are the caller's.
 Result<Selection> ReadSelection(StrictObject& config);
+// The selection as those keys, every one written out: ReadSelection reads it back to an equal
+// selection. The plugin publishes it for the shim (plugin/published.h).
+Json SelectionToJson(const Selection& s);
 
 }  // namespace vfio_gpu

@@ -9,6 +9,8 @@
 
 #include "cdi/spec.h"
 #include "common/files.h"
+#include "common/strings.h"
+#include "hostmodel/published_selection.h"
 #include "hostmodel/scanner.h"
 #include "plugin/event_loop.h"
 #include "plugin/host_watcher.h"
@@ -194,6 +196,19 @@ class PluginDaemon::Loop {
           }
         }
       rescan_timer_.Arm(std::chrono::milliseconds(1000));
+    }
+
+    // The shim scans with our selection and governs our resource names: published before the
+    // kubelet hears of a new resource, so a pod allocated one is never refused for an unknown kind.
+    PublishedSelection pub{cfg_.selection, {}};
+    for (const auto& [r, _] : tree) pub.resources.push_back(r);
+    if (auto w = WritePublishedSelection(cfg_.run_dir, pub); !w) {
+      std::string msg = "cannot publish the selection for the shim: " + w.error().message();
+      SPDLOG_ERROR("{}; the shim keeps the last one (or its own defaults)", msg);
+      metrics_.SetLastError(msg);
+    } else if (*w) {
+      SPDLOG_INFO("selection and resources [{}] published for the shim in {}",
+                  Join(pub.resources, ", "), PublishedSelectionPath(cfg_.run_dir));
     }
 
     for (const auto& c : DiffTrees(published_, tree)) {

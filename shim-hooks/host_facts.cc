@@ -168,14 +168,19 @@ GroupsOfInterest GroupsNamedBy(const HostRoots& roots, const OciSpec& spec,
   return out;
 }
 
-Result<Snapshot> ScanForStart(const HostRoots& roots, const GroupsOfInterest& interest) {
-  if (!interest.complete) return Scan(roots, ShimSelection());
+Selection ShimSelection(const ShimConfig& cfg) {
+  return cfg.selection ? *cfg.selection : ShimSelection();
+}
+
+Result<Snapshot> ScanForStart(const HostRoots& roots, const GroupsOfInterest& interest,
+                              const Selection& selection) {
+  if (!interest.complete) return Scan(roots, selection);
   std::set<std::string> bdfs;
   for (int g : interest.groups)
     if (auto members = ListDir(roots.IommuGroupDevices(g)))
       bdfs.insert(members->begin(), members->end());
   // A group that doesn't exist simply has no unit: Validate says so, naming the group.
-  return ScanDevices(roots, ShimSelection(), std::vector<std::string>(bdfs.begin(), bdfs.end()));
+  return ScanDevices(roots, selection, std::vector<std::string>(bdfs.begin(), bdfs.end()));
 }
 
 HostFacts GatherHostFacts(const HostRoots& roots, Snapshot snapshot, const OciSpec& spec,

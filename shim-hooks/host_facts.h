@@ -15,6 +15,9 @@ namespace vfio_gpu {
 // The selection the shim scans with: GPUs of every vendor we know, so units exist whatever naming
 // the plugin uses (governance of CDI kinds comes from the shim config's `resources`).
 Selection ShimSelection();
+// The node's selection when the config carries one (plugin publication or node_config), else the
+// built-in one.
+Selection ShimSelection(const ShimConfig& cfg);
 
 // Lists <dev_root>/vfio and <dev_root>/vfio/devices and stats each node (a few syscalls).
 VfioNodes ReadVfioNodes(const HostRoots& roots);
@@ -39,7 +42,8 @@ std::optional<int> GroupOfBdf(const HostRoots& roots, const std::string& bdf);
 // A snapshot holding exactly the units of `interest` (every member of each group is read), or of
 // the whole bus when the interest is not complete. A start never needs more, and a node has
 // hundreds of PCI functions.
-Result<Snapshot> ScanForStart(const HostRoots& roots, const GroupsOfInterest& interest);
+Result<Snapshot> ScanForStart(const HostRoots& roots, const GroupsOfInterest& interest,
+                              const Selection& selection = ShimSelection());
 
 // Reads facts for every VFIO node in `spec` (by path or, for aliases, by numbers) plus
 // `extra_groups`. `snapshot` comes from Scan; `nodes` from ReadVfioNodes (read here when absent).

@@ -6,6 +6,9 @@
 
 #include "common/files.h"
 #include "common/json.h"
+#include "hostmodel/naming.h"
+#include "hostmodel/node_config.h"
+#include "hostmodel/published_selection.h"
 
 namespace vfio_gpu {
 
@@ -26,6 +29,7 @@ const std::vector<std::string> kShimConfigKeys = {"downstream_shim",
                                                   "cdi_dirs",
                                                   "pod_resources_timeout_ms",
                                                   "pod_resources_client",
+                                                  "node_config",
                                                   "syslog"};
 
 bool ShimConfig::Governs(const std::string& resource) const {
@@ -94,8 +98,8 @@ Result<ShimConfig> ShimConfigFromJson(const std::string& text, const std::string
       o.Fail("authorize", "\"" + *a + "\" is not one of enforce, warn, off");
   }
   NonEmpty(o, "gpu_runtime_class", c.gpu_runtime_class);
-  if (auto p = o.String("kata_config_path")) c.kata_config_path = *p;
-  if (auto p = o.String("runtime_switch_config")) c.runtime_switch_config = *p;
+  NonEmpty(o, "kata_config_path", c.kata_config_path, true);
+  NonEmpty(o, "runtime_switch_config", c.runtime_switch_config, true);
   if (auto a = o.String("annotation_policy")) {
     if (*a == "strip")
       c.annotation_policy = AnnotationPolicy::kStrip;
@@ -114,26 +118,69 @@ Result<ShimConfig> ShimConfigFromJson(const std::string& text, const std::string
     else
       o.Fail("cold_plug_form", "\"" + *f + "\" is not one of cdi-annotations, linux-devices");
   }
-  if (auto d = o.Strings("cdi_dirs")) c.cdi_dirs = *d;
+  if (auto d = o.Strings("cdi_dirs")) {
+    for (const auto& dir : *d)
+      if (dir.empty() || dir.front() != '/')
+        o.Fail("cdi_dirs", "\"" + dir + "\" is not an absolute path");
+    if (d->empty()) o.Fail("cdi_dirs", "must list at least one directory, e.g. [\"/var/run/cdi\"]");
+    c.cdi_dirs = *d;
+  }
   if (auto t = o.Int("pod_resources_timeout_ms")) {
     if (*t < 10 || *t > 60000)
       o.Fail("pod_resources_timeout_ms", "must be between 10 and 60000");
     else
       c.pod_resources_timeout_ms = static_cast<int>(*t);
   }
-  if (auto p = o.String("pod_resources_client")) c.pod_resources_client = *p;
+  NonEmpty(o, "pod_resources_client", c.pod_resources_client, true);
+  NonEmpty(o, "node_config", c.node_config, true);
   if (auto b = o.Bool("syslog")) c.syslog = *b;
   if (auto s = o.Finish(); !s) return s.error();
   return c;
 }
 
+Status LoadNodeSelection(ShimConfig& cfg) {
+  if (!cfg.node_config.empty()) {
+    auto nc = ReadNodeConfig(cfg.node_config);
+    if (!nc)
+      return Error("shim config key node_config: " + nc.error().message(), nc.error().kind());
+    cfg.selection = nc->selection;
+    cfg.selection_source = cfg.node_config;
+    // Single naming gives the names up front; per-model names come with the units the shim finds.
+    const Selection& sel = *cfg.selection;
+    std::vector<std::string> names = {sel.nvswitch_resource_name};
+    if (sel.naming == ResourceNaming::kSingle)
+      for (uint16_t v : sel.vendors) names.push_back(GpuResourceName(sel, v, 0));
+    for (const auto& n : names)
+      if (!cfg.Governs(n)) cfg.resources.push_back(n);
+    return Status::Ok();
+  }
+  auto pub = ReadPublishedSelection(cfg.run_dir);
+  if (!pub)
+    return Error("cannot read the device plugin's selection (" +
+                     PublishedSelectionPath(cfg.run_dir) + "): " + pub.error().message() +
+                     "; vfio-gpu-plugin rewrites it: restart its pod, or delete the file",
+                 ErrorKind::kTransient);
+  if (!*pub) return Status::Ok();
+  cfg.selection = (*pub)->selection;
+  cfg.selection_source = PublishedSelectionPath(cfg.run_dir);
+  for (const auto& n : (*pub)->resources)
+    if (!cfg.Governs(n)) cfg.resources.push_back(n);
+  return Status::Ok();
+}
+
 Result<ShimConfig> ReadShimConfig(const std::string& path, bool must_exist) {
   auto text = ReadFile(path);
+  ShimConfig cfg;
   if (!text) {
-    if (!must_exist && !PathExists(path)) return ShimConfig{};
-    return text.error().Wrap("cannot read the vfio-gpu shim config");
+    if (must_exist || PathExists(path))
+      return text.error().Wrap("cannot read the vfio-gpu shim config");
+  } else {
+    auto parsed = ShimConfigFromJson(*text, "shim config " + path);
+    if (!parsed) return parsed.error();
+    cfg = std::move(*parsed);
   }
-  return ShimConfigFromJson(*text, "shim config " + path);
+  if (auto s = LoadNodeSelection(cfg); !s) return s.error();
+  return cfg;
 }
 
 Result<ShimConfig> LoadShimConfig() {

@@ -3,11 +3,13 @@
 // key, so a typo never silently weakens the node's defence.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "hostmodel/host_roots.h"
+#include "hostmodel/selection.h"
 
 namespace vfio_gpu {
 
@@ -54,6 +56,15 @@ struct ShimConfig {
   // CDI spec dirs, later wins.
   std::vector<std::string> cdi_dirs = {"/etc/cdi", "/var/run/cdi"};
   int pod_resources_timeout_ms = 2000;
+  // A node config file (what `vfio-gpu --config` reads) whose selection the shim scans with, for
+  // hosts without the device plugin (ctr-only). Empty: the plugin's publication in run_dir
+  // (hostmodel/published_selection.h), else the built-in selection.
+  std::string node_config;
+
+  // Loaded, not keys: the selection the shim scans with (nullopt: the built-in one, every GPU of
+  // NVIDIA, AMD and Intel) and where it came from.
+  std::optional<Selection> selection;
+  std::string selection_source = "built-in";
   // The gRPC pod resources client, a helper executable run only when a spec needs the pod's
   // allocation (loading libgrpc++ costs ~18 ms, more than the shim's whole budget for other
   // containers). Empty: vfio-gpu-shim-podresources beside the shim binary, then on PATH.
@@ -69,9 +80,13 @@ struct ShimConfig {
 // Every key a shim.json may hold.
 extern const std::vector<std::string> kShimConfigKeys;
 
-// Reads `path`. When `must_exist` is false a missing file means all defaults (the default path on
-// hosts that need none); a file named by the env var must exist.
+// Reads `path`, then the node's selection: `node_config` when set, else the plugin's publication
+// under run_dir, whose resource names join `resources`. When `must_exist` is false a missing file
+// means all defaults (the default path on hosts that need none); a file named by the env var must
+// exist.
 Result<ShimConfig> ReadShimConfig(const std::string& path, bool must_exist);
+// The node's selection step of ReadShimConfig, alone.
+Status LoadNodeSelection(ShimConfig& cfg);
 Result<ShimConfig> ShimConfigFromJson(const std::string& text, const std::string& source);
 // The env var, else the default path.
 Result<ShimConfig> LoadShimConfig();

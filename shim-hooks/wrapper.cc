@@ -305,7 +305,7 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
         if (auto g = GroupOfBdf(cfg.roots, id)) extra.insert(*g);
     if (!nodes) nodes = ReadVfioNodes(cfg.roots);
     GroupsOfInterest interest = GroupsNamedBy(cfg.roots, spec, extra, *nodes);
-    auto snap = ScanForStart(cfg.roots, interest);
+    auto snap = ScanForStart(cfg.roots, interest, ShimSelection(cfg));
     if (!snap) return RefuseError(log, snap.error().Wrap("cannot scan the host's GPUs"), cfg);
     host = GatherHostFacts(cfg.roots, std::move(*snap), spec, extra, std::move(*nodes));
 

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "hostmodel/node_config.h"
+#include "hostmodel/selection.h"
 
 namespace vfio_gpu {
 namespace {
@@ -63,6 +64,32 @@ TEST(NodeConfigTest, RefusesUnknownKeysAndBadValuesNamingTheKey) {
   ExpectRefused(R"({"allocate_strategy": "envvar"})", "allocate_strategy");
   ExpectRefused(R"({"reconcile_interval_seconds": 0})", "reconcile_interval_seconds");
   ExpectRefused(R"({"cdi_aliases": "yes"})", "cdi_aliases");
+}
+
+// The plugin publishes its selection for the shim: what it writes reads back to the same selection.
+TEST(SelectionTest, JsonRoundTrips) {
+  for (const char* text : {"{}", R"({"vendors": ["0x10de", "0x1234"], "gpu_classes": ["0x00ff00",
+      "0x03"], "resource_naming": "per-model", "nvswitch_resource_name": "example.com/sw",
+      "allow": ["0000:17:00.0", "10de:2236"], "deny": ["10de:2330"], "cdi_aliases": true})",
+                           R"({"resource_name": "vfio-gpu.io/pgpu"})"}) {
+    auto in = Json::Parse(text, "in");
+    ASSERT_TRUE(in.ok());
+    StrictObject o(*in, "in");
+    auto a = ReadSelection(o);
+    ASSERT_TRUE(a.ok() && o.Finish().ok()) << text;
+    StrictObject back(SelectionToJson(*a), "out");
+    auto b = ReadSelection(back);
+    ASSERT_TRUE(b.ok()) << text;
+    EXPECT_TRUE(back.Finish().ok()) << SelectionToJson(*a).Dump();
+    EXPECT_EQ(a->vendors, b->vendors) << text;
+    EXPECT_EQ(a->gpu_classes, b->gpu_classes);
+    EXPECT_EQ(a->naming, b->naming);
+    EXPECT_EQ(a->resource_name, b->resource_name);
+    EXPECT_EQ(a->nvswitch_resource_name, b->nvswitch_resource_name);
+    EXPECT_EQ(a->allow, b->allow);
+    EXPECT_EQ(a->deny, b->deny);
+    EXPECT_EQ(a->cdi_aliases, b->cdi_aliases);
+  }
 }
 
 TEST(NodeConfigTest, MalformedJsonNamesTheFile) {

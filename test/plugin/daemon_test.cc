@@ -19,6 +19,7 @@
 
 #include "common/files.h"
 #include "hostmodel/fake_host.h"
+#include "hostmodel/published_selection.h"
 #include "plugin/resource_server.h"
 #include "test/fakes/fake_kubelet.h"
 #include "test/support/temp_dir.h"
@@ -304,6 +305,23 @@ TEST_F(DaemonTest, KubeletAbsentAtStartIsWaitedFor) {
   auto l = kubelet_->WaitForDevices(
       kPgpu, [](const DeviceList& d) { return d.size() == 4; }, kWait);
   EXPECT_TRUE(l.has_value());
+}
+
+// The shim scans with the plugin's selection and governs its resource names: the plugin publishes
+// both under its run dir before the kubelet hears of the resource.
+TEST_F(DaemonTest, PublishesItsSelectionAndResourcesForTheShim) {
+  ASSERT_TRUE(BuildSeedA10Host(*host_).ok());
+  config_.selection.naming = ResourceNaming::kPerModel;
+  config_.selection.deny = {"0000:ca:00.0"};
+  StartAll();
+  const std::string a10 = "nvidia.com/GA102GL_A10";
+  ASSERT_TRUE(kubelet_->WaitForRegistration(a10, kWait).has_value());
+  auto pub = ReadPublishedSelection(config_.run_dir);
+  ASSERT_TRUE(pub.ok()) << pub.error().message();
+  ASSERT_TRUE(pub->has_value());
+  EXPECT_EQ((*pub)->resources, std::vector<std::string>{a10});
+  EXPECT_EQ((*pub)->selection.naming, ResourceNaming::kPerModel);
+  EXPECT_EQ((*pub)->selection.deny, std::vector<std::string>{"0000:ca:00.0"});
 }
 
 TEST_F(DaemonTest, GroupNodeRemovedAndBack) {

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
 #include "cdi/registry.h"
+#include "common/files.h"
+#include "hostmodel/published_selection.h"
 #include "shim-hooks/shim_config.h"
 #include "shim-hooks/wrapper.h"
+#include "test/support/temp_dir.h"
 
 namespace vfio_gpu {
 namespace {
@@ -42,8 +45,73 @@ TEST(ShimConfig, UnknownKeysAndBadValuesNameTheKey) {
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.error().message().find("\"cold_plug_form\""), std::string::npos);
   EXPECT_FALSE(ShimConfigFromJson(R"({"run_dir":"relative"})", "s").ok());
-  EXPECT_TRUE(ReadShimConfig("/nonexistent/shim.json", false).ok());
+  // Paths the shim opens must be absolute (a shim's working directory is the bundle) and given.
+  for (const char* bad : {R"({"kata_config_path":"kata.toml"})", R"({"runtime_switch_config":""})",
+                          R"({"cdi_dirs":["cdi"]})", R"({"cdi_dirs":[]})",
+                          R"({"pod_resources_client":"podres"})", R"({"node_config":"c.json"})"}) {
+    auto r = ShimConfigFromJson(bad, "shim.json");
+    ASSERT_FALSE(r.ok()) << bad;
+    std::string key = std::string(bad).substr(2, std::string(bad).find('"', 2) - 2);
+    EXPECT_NE(r.error().message().find("\"" + key + "\""), std::string::npos)
+        << bad << " -> " << r.error().message();
+  }
+  auto defaults = ReadShimConfig("/nonexistent/shim.json", false);
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->selection_source, "built-in");
   EXPECT_FALSE(ReadShimConfig("/nonexistent/shim.json", true).ok());
+}
+
+// The plugin publishes its selection and resource names under the run dir; the shim scans with
+// that selection and governs those names too, so per-model naming needs no host edit.
+TEST(ShimConfig, ThePluginsPublicationJoinsTheConfig) {
+  testing::TempDir tmp;
+  std::string run = tmp.path() + "/run";
+  PublishedSelection pub;
+  pub.selection.naming = ResourceNaming::kPerModel;
+  pub.selection.vendors = {0x10de, 0x1234};
+  pub.resources = {"nvidia.com/GA102GL_A10", "nvidia.com/nvswitch"};
+  ASSERT_TRUE(WritePublishedSelection(run, pub).ok());
+  ASSERT_TRUE(WriteFileAtomic(tmp.path() + "/shim.json", R"({"run_dir":")" + run + R"("})").ok());
+  auto c = ReadShimConfig(tmp.path() + "/shim.json", true);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  ASSERT_TRUE(c->selection.has_value());
+  EXPECT_EQ(c->selection->naming, ResourceNaming::kPerModel);
+  EXPECT_EQ(c->selection->vendors, (std::vector<uint16_t>{0x10de, 0x1234}));
+  EXPECT_TRUE(c->Governs("nvidia.com/GA102GL_A10"));
+  EXPECT_TRUE(c->Governs("nvidia.com/pgpu"));  // the configured names stay
+  EXPECT_EQ(c->selection_source, run + "/plugin.json");
+
+  // Malformed: the start fails (transient) naming the file and what to do.
+  ASSERT_TRUE(
+      WriteFileAtomic(run + "/plugin.json", R"({"selection":{"vendors":["nvidia"]}})").ok());
+  auto bad = ReadShimConfig(tmp.path() + "/shim.json", true);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind(), ErrorKind::kTransient);
+  EXPECT_NE(bad.error().message().find(run + "/plugin.json"), std::string::npos)
+      << bad.error().message();
+  EXPECT_NE(bad.error().message().find("\"vendors\""), std::string::npos) << bad.error().message();
+}
+
+// Without the plugin (a ctr-only host), node_config names the node's config file instead.
+TEST(ShimConfig, NodeConfigGivesTheSelectionWithoutThePlugin) {
+  testing::TempDir tmp;
+  ASSERT_TRUE(WriteFileAtomic(tmp.path() + "/config.json",
+                              R"({"vendors":["0x1002"],"resource_name":"example.com/gpu"})")
+                  .ok());
+  ASSERT_TRUE(WriteFileAtomic(tmp.path() + "/shim.json", R"({"run_dir":")" + tmp.path() +
+                                                             R"(/run","node_config":")" +
+                                                             tmp.path() + R"(/config.json"})")
+                  .ok());
+  auto c = ReadShimConfig(tmp.path() + "/shim.json", true);
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  ASSERT_TRUE(c->selection.has_value());
+  EXPECT_EQ(c->selection->vendors, std::vector<uint16_t>{0x1002});
+  EXPECT_TRUE(c->Governs("example.com/gpu"));
+  ASSERT_TRUE(WriteFileAtomic(tmp.path() + "/config.json", R"({"vendor":["0x1002"]})").ok());
+  auto bad = ReadShimConfig(tmp.path() + "/shim.json", true);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("node_config"), std::string::npos) << bad.error().message();
+  EXPECT_NE(bad.error().message().find("\"vendor\""), std::string::npos) << bad.error().message();
 }
 
 TEST(ShimArgs, ParsesContainerdArgv) {

@@ -13,6 +13,7 @@
 #include "common/files.h"
 #include "common/json.h"
 #include "hostmodel/fake_host.h"
+#include "hostmodel/published_selection.h"
 #include "hostmodel/scanner.h"
 #include "shim-hooks/host_facts.h"
 #include "shim-hooks/ledger.h"
@@ -141,6 +142,31 @@ TEST_F(WrapperTest, ContainerNamingAGpuIsAuthorizedThroughTheKubelet) {
   EXPECT_NE(o.message.find("is not allocated to pod tenant-a/train-0"), std::string::npos)
       << o.message;
   EXPECT_EQ(Calls(), 1);
+}
+
+// Per-model naming in the plugin's ConfigMap: the kubelet reports the pod's GPU under
+// nvidia.com/GA102GL_A10. Without the plugin's publication the shim does not know that name and
+// refuses the pod's own GPU; with it (written by the plugin under the run dir) the GPU is the
+// pod's.
+TEST_F(WrapperTest, PerModelResourcesAreGovernedThroughThePluginsPublication) {
+  ASSERT_TRUE(WriteFileAtomic(tmp_.path() + "/answer.json",
+                              R"({"found":true,"method":"Get","containers":[{"name":"c",
+      "devices":[{"resource_name":"nvidia.com/GA102GL_A10","device_ids":["0000:17:00.0"]}]}]})"
+                              "\n")
+                  .ok());
+  std::string spec = ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]");
+  StartOutcome before = Start(spec, "c1");
+  ASSERT_TRUE(before.refused);
+  EXPECT_NE(before.message.find("is not allocated to pod tenant-a/train-0"), std::string::npos)
+      << before.message;
+
+  PublishedSelection pub;
+  pub.selection.naming = ResourceNaming::kPerModel;
+  pub.resources = {"nvidia.com/GA102GL_A10"};
+  ASSERT_TRUE(WritePublishedSelection(cfg_.run_dir, pub).ok());
+  ASSERT_TRUE(LoadNodeSelection(cfg_).ok());
+  StartOutcome after = Start(spec, "c2");
+  EXPECT_FALSE(after.refused) << after.message;
 }
 
 // The first container of a pod to name a GPU is authorized by the kubelet and claims it for the
