@@ -100,4 +100,14 @@ const CdiDeviceEntry* CdiRegistry::Find(const std::string& qualified) const {
   return it == devices_.end() ? nullptr : &it->second;
 }
 
+std::optional<std::string> CdiRegistry::UnitOfGroup(int group) const {
+  for (const auto& [qualified, e] : devices_) {
+    auto name = ParseCdiName(qualified);
+    if (!name || !IsBdf(name->name)) continue;
+    for (const auto& p : e.device_paths)
+      if (VfioGroupOfPath(p) == group) return name->name;
+  }
+  return std::nullopt;
+}
+
 }  // namespace vfio_gpu

@@ -33,6 +33,9 @@ class CdiRegistry {
                           const std::vector<std::string>& kinds);
 
   const CdiDeviceEntry* Find(const std::string& qualified) const;
+  // The unit ID (a device name that is a PCI address, as the plugin names units) whose device
+  // injects /dev/vfio/<group>: how a vanished group is traced back to its GPU.
+  std::optional<std::string> UnitOfGroup(int group) const;
   const std::vector<std::string>& problems() const { return problems_; }
   size_t size() const { return devices_.size(); }
 

@@ -53,6 +53,9 @@ void ResolveGroup(VfioRef& ref, int group, const HostFacts& host) {
   auto it = host.groups.find(group);
   if (it != host.groups.end() && it->second.exists) ref.bdfs = Endpoints(it->second.group);
   const Unit* u = host.snapshot.FindByGroup(group);
+  if (!u)
+    if (auto v = host.vanished_units.find(group); v != host.vanished_units.end())
+      ref.unit_id = v->second;
   if (u) {
     ref.unit_id = u->id;
     if (ref.bdfs.empty())

@@ -53,6 +53,9 @@ struct HostFacts {
   std::map<int, GroupFacts> groups;          // every group referenced or allocated
   std::map<std::string, std::string> cdevs;  // "vfio3" -> BDF (via /sys/dev/char or sysfs)
   std::map<std::string, int> bdf_groups;     // BDF -> IOMMU group, for cdev BDFs
+  // Referenced groups that no longer exist -> the unit they were (from our CDI specs), so the
+  // GPU that vanished can be quarantined by its unit ID.
+  std::map<int, std::string> vanished_units;
 };
 
 // ---- what a hook decided ----

@@ -122,7 +122,8 @@ void AddGroupFacts(const HostRoots& roots, int group, HostFacts& facts) {
   if (group < 0 || facts.groups.count(group)) return;
   GroupFacts gf;
   auto g = ReadIommuGroup(roots, group);
-  if (g.ok()) {
+  // A group without devices is as gone as a missing one (the kernel drops it with its last device).
+  if (g.ok() && !g->members.empty()) {
     gf.exists = true;
     gf.group = std::move(*g);
     gf.viability = CheckViability(gf.group);

@@ -308,6 +308,12 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
     auto snap = ScanForStart(cfg.roots, interest, ShimSelection(cfg));
     if (!snap) return RefuseError(log, snap.error().Wrap("cannot scan the host's GPUs"), cfg);
     host = GatherHostFacts(cfg.roots, std::move(*snap), spec, extra, std::move(*nodes));
+    // A referenced group that is gone: our CDI specs still say which GPU it was.
+    for (const auto& [group, facts] : host->groups) {
+      if (facts.exists) continue;
+      if (cdi.size() == 0) cdi = CdiRegistry::Load(cfg.cdi_dirs, cfg.resources);
+      if (auto unit = cdi.UnitOfGroup(group)) host->vanished_units[group] = *unit;
+    }
 
     CollectResult collected = Collect(spec, *host, cdi, cfg);
     for (const auto& d : collected.decisions) log.Decide(d);

@@ -144,6 +144,30 @@ TEST_F(WrapperTest, ContainerNamingAGpuIsAuthorizedThroughTheKubelet) {
   EXPECT_EQ(Calls(), 1);
 }
 
+// A GPU that vanished from the bus (its IOMMU group is gone from sysfs): the start is refused as a
+// permanent device fault and the GPU is quarantined by its unit ID, which the plugin's CDI spec
+// still knows, so the plugin takes it out of service. Both ways of naming it.
+TEST_F(WrapperTest, AVanishedGpuIsQuarantinedByItsUnitId) {
+  cfg_.authorize = AuthorizeMode::kOff;
+  ASSERT_TRUE(host_->Remove("0000:31:00.0").ok());
+  const std::string mark = cfg_.QuarantineDir() + "/0000:31:00.0";
+  StartOutcome o = Start(ContainerSpec("[" + Dev("/dev/vfio/31", 241, 31) + "]"), "c1");
+  ASSERT_TRUE(o.refused);
+  EXPECT_EQ(o.kind, ErrorKind::kPermanent) << o.message;
+  EXPECT_NE(o.message.find("IOMMU group 31"), std::string::npos) << o.message;
+  EXPECT_NE(o.message.find("GPU 0000:31:00.0 is quarantined"), std::string::npos) << o.message;
+  auto reason = ReadFile(mark);
+  ASSERT_TRUE(reason.ok()) << "no quarantine file " << mark;
+  EXPECT_NE(reason->find("IOMMU group 31 vanished"), std::string::npos) << *reason;
+
+  ASSERT_TRUE(RemoveFile(mark).ok());
+  StartOutcome a =
+      Start(ContainerSpec("[]", R"("cdi.k8s.io/gpu":"nvidia.com/pgpu=0000:31:00.0",)"), "c2");
+  ASSERT_TRUE(a.refused);
+  EXPECT_EQ(a.kind, ErrorKind::kPermanent) << a.message;
+  EXPECT_TRUE(PathExists(mark)) << a.message;
+}
+
 // Per-model naming in the plugin's ConfigMap: the kubelet reports the pod's GPU under
 // nvidia.com/GA102GL_A10. Without the plugin's publication the shim does not know that name and
 // refuses the pod's own GPU; with it (written by the plugin under the run dir) the GPU is the
