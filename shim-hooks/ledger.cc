@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -229,7 +230,8 @@ Status Ledger::ClaimAll(const std::vector<ClaimRecord>& claims) {
   return Status::Ok();
 }
 
-Result<std::vector<std::string>> Ledger::Release(const std::string& sandbox_id) {
+Result<std::vector<std::string>> Ledger::Release(const std::string& sandbox_id,
+                                                 const std::vector<std::string>* only) {
   std::vector<std::string> released;
   if (!IsDir(dir_)) return released;
   auto fd = AcquireLock();
@@ -240,6 +242,7 @@ Result<std::vector<std::string>> Ledger::Release(const std::string& sandbox_id) 
   if (!names) return names.error();
   for (const auto& n : *names) {
     if (StartsWith(n, ".")) continue;
+    if (only && std::find(only->begin(), only->end(), n) == only->end()) continue;
     auto text = ReadFile(JoinPath(dir_, n));
     if (!text) continue;
     auto c = ClaimRecord::FromJson(*text, ClaimPath(n));

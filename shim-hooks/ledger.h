@@ -56,8 +56,10 @@ class Ledger {
   // another live sandbox fails the whole call (kInvalid), lock contention beyond the timeout is
   // kTransient. BDFs already held by the same sandbox are left as they are.
   Status ClaimAll(const std::vector<ClaimRecord>& claims);
-  // Removes every claim of `sandbox_id`; returns the BDFs released.
-  Result<std::vector<std::string>> Release(const std::string& sandbox_id);
+  // Removes every claim of `sandbox_id` (only those of `only`, when given); returns the BDFs
+  // released.
+  Result<std::vector<std::string>> Release(const std::string& sandbox_id,
+                                           const std::vector<std::string>* only = nullptr);
 
   // Test seams: called at named points of a claim ("temp-half-written", "temp-written",
   // "linked"); and the sandbox-gone check.

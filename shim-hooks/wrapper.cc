@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 
 #include "cdi/registry.h"
 #include "common/files.h"
@@ -406,6 +407,7 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
     }
     if (auto s = ledger.ClaimAll(records); !s) return RefuseError(log, s.error(), cfg);
     for (const auto& r : records) out.claimed.push_back(r.bdf);
+    out.sandbox_id = spec.identity.sandbox_id;
   }
 
   if (spec.dirty) {
@@ -506,6 +508,7 @@ int ShimMain(int argc, char** argv) {
 
   std::string stdin_bytes;
   bool stdin_read = false;
+  std::function<void()> release_on_failure;
   if (cfg && (start || del)) {
     char cwd[4096];
     std::string bundle = args.bundle;
@@ -530,10 +533,15 @@ int ShimMain(int argc, char** argv) {
       };
       StartOutcome o = RunStart(*cfg, args, bundle, read_stdin, log);
       if (o.refused) return Fail(o.message);
+      // What this start claimed goes back if the hand-over fails: no delete will follow.
+      release_on_failure = [cfg, o] {
+        if (!o.claimed.empty()) (void)Ledger(cfg->LedgerDir()).Release(o.sandbox_id, &o.claimed);
+      };
       if (stdin_read && !RestoreStdin(stdin_bytes)) {
-        (void)Ledger(cfg->LedgerDir()).Release(args.id);
+        int e = errno;
+        release_on_failure();
         return Fail("vfio-gpu: cannot hand the runtime options to " + downstream + ": " +
-                    std::strerror(errno));
+                    std::strerror(e));
       }
     } else {
       RunDelete(*cfg, args, bundle, log);
@@ -544,7 +552,10 @@ int ShimMain(int argc, char** argv) {
   for (auto& s : av) cargv.push_back(s.data());
   cargv.push_back(nullptr);
   ::execv(downstream.c_str(), cargv.data());
-  return Fail("vfio-gpu: cannot exec downstream shim " + downstream + ": " + std::strerror(errno));
+  int e = errno;
+  if (release_on_failure) release_on_failure();
+  return Fail("vfio-gpu: cannot exec downstream shim " + downstream + ": " + std::strerror(e) +
+              "; check downstream_shim in the shim config");
 }
 
 }  // namespace vfio_gpu

@@ -30,6 +30,7 @@ struct StartOutcome {
   std::string message;  // the one line containerd shows
   ErrorKind kind = ErrorKind::kInvalid;
   std::vector<std::string> claimed;  // BDFs claimed by this start (released if the exec fails)
+  std::string sandbox_id;            // whose claims they are
 };
 
 // Decision log: JSON lines in <run_dir>/shim.log (and syslog when configured). Lines are kept

@@ -106,6 +106,20 @@ TEST_F(ShimBinaryTest, RefusalIsOneLineAndTheDownstreamNeverRuns) {
   EXPECT_FALSE(PathExists(rec_ + "/argv"));
 }
 
+// The hooks claimed the GPU but the downstream shim can't be executed: containerd will never call
+// delete for this start, so its claims go back at once and the message says what to fix.
+TEST_F(ShimBinaryTest, ClaimsAreReleasedWhenTheDownstreamCannotBeExecuted) {
+  ASSERT_EQ(::chmod((tmp_.path() + "/downstream").c_str(), 0644), 0);
+  WriteSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]");
+  auto r = Start("/dev/null");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("cannot exec downstream shim " + tmp_.path() + "/downstream"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE(r.out.find("downstream_shim"), std::string::npos) << r.out;
+  EXPECT_FALSE(PathExists(tmp_.path() + "/run/ledger/0000:17:00.0"));
+}
+
 // On a node the group nodes are character devices, and a spec may carry their numbers at another
 // path: the shim sees through it, claims the GPU once and hands Kata the group node.
 TEST_F(ShimBinaryTest, AliasOfARealGroupNodeCollapsesToItAndIsClaimed) {
