@@ -104,20 +104,28 @@ void HostWatcher::RefreshWatches() {
   bool want_dev = !Watching(Kind::kVfio);
   if (want_dev && !Watching(Kind::kDevRoot))
     Watch(Kind::kDevRoot, paths_.dev_root, IN_CREATE | IN_MOVED_TO);
-  if (!want_dev) {
-    for (auto it = watches_.begin(); it != watches_.end();) {
-      if (it->second == Kind::kDevRoot) {
-        inotify_rm_watch(inotify_.get(), it->first);
-        it = watches_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  if (!want_dev) Unwatch(Kind::kDevRoot);
   if (!Watching(Kind::kQuarantine) && IsDir(paths_.quarantine_dir))
     Watch(Kind::kQuarantine, paths_.quarantine_dir, kDirMask | IN_CLOSE_WRITE);
+  // An operator who clears every mark with `rm -r` and makes the dir again: seen through the run
+  // dir while the quarantine dir is missing.
+  bool want_run = !Watching(Kind::kQuarantine);
+  if (want_run && !Watching(Kind::kRunDir) && IsDir(Dirname(paths_.quarantine_dir)))
+    Watch(Kind::kRunDir, Dirname(paths_.quarantine_dir), IN_CREATE | IN_MOVED_TO);
+  if (!want_run) Unwatch(Kind::kRunDir);
   if (!Watching(Kind::kKubelet) && IsDir(paths_.kubelet_dir))
     Watch(Kind::kKubelet, paths_.kubelet_dir, kDirMask);
+}
+
+void HostWatcher::Unwatch(Kind k) {
+  for (auto it = watches_.begin(); it != watches_.end();) {
+    if (it->second == k) {
+      inotify_rm_watch(inotify_.get(), it->first);
+      it = watches_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void HostWatcher::OnInotify() {
@@ -161,6 +169,12 @@ void HostWatcher::OnInotify() {
         case Kind::kVfioDevices:
           host = true;
           why = "/dev/vfio/devices/" + name + " changed";
+          break;
+        case Kind::kRunDir:
+          if (name == Basename(paths_.quarantine_dir)) {
+            refresh = host = true;  // watched before the rescan reads it: no mark is missed
+            why = "quarantine dir created";
+          }
           break;
         case Kind::kQuarantine:
           if (!name.empty() && name[0] == '.') break;  // an atomic writer's temp file

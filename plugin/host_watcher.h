@@ -40,10 +40,12 @@ class HostWatcher {
   bool netlink_active() const { return netlink_.valid(); }
 
  private:
-  enum class Kind { kDevRoot, kVfio, kVfioDevices, kQuarantine, kKubelet };
+  // kDevRoot and kRunDir are watched only while <dev>/vfio, resp. the quarantine dir, is missing.
+  enum class Kind { kDevRoot, kVfio, kVfioDevices, kRunDir, kQuarantine, kKubelet };
   HostWatcher(EventLoop& loop, Paths paths, Callbacks callbacks)
       : loop_(loop), paths_(std::move(paths)), cb_(std::move(callbacks)) {}
   void RefreshWatches();
+  void Unwatch(Kind k);
   void OnInotify();
   void OnNetlink();
   bool Watching(Kind k) const;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 
 #include "common/files.h"
@@ -412,6 +413,23 @@ TEST_F(DaemonTest, QuarantineFileMakesItUnhealthyWithItsReason) {
   EXPECT_NE(s.error_message().find("Xid 79"), std::string::npos) << s.error_message();
   ASSERT_TRUE(RemoveFile(mark).ok());
   WaitHealth("0000:17:00.0", "Healthy");
+}
+
+// An operator clears every mark with `rm -r` and the dir is made again (by hand or by the shim's
+// next quarantine): a mark written then is seen at once, not at the next reconcile.
+TEST_F(DaemonTest, QuarantineDirRemovedAndRecreatedIsStillWatched) {
+  ASSERT_TRUE(BuildSeedA10Host(*host_).ok());
+  StartAll();
+  WaitHealth("0000:31:00.0", "Healthy");
+  std::string dir = config_.run_dir + "/quarantine";
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  ASSERT_FALSE(ec);
+  ASSERT_TRUE(MakeDirs(dir).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/0000:31:00.0", "Xid 48: double-bit ECC error\n").ok());
+  WaitHealth("0000:31:00.0", "Unhealthy");
+  std::filesystem::remove_all(dir, ec);
+  WaitHealth("0000:31:00.0", "Healthy");
 }
 
 TEST_F(DaemonTest, PreStartContainerRechecksTheHost) {
