@@ -14,18 +14,70 @@ Each attempt is one line appended to $FAKE_KATA_REPORT: `ADD <path> <BDF> <qdev 
 `ADD <path> <BDF> <qdev id> <bus> refused: <QEMU's words>`. On success it prints a shim address on
 stdout (containerd reads it) and exits 0; if QEMU refused a device it prints the refusal and exits 1,
 as a failed Kata start would. `delete` and every other command: nothing printed, exit 0.
-Stdlib only; the QMP client is qmp_scenario.py's.
+Stdlib only, with its own minimal QMP client: it stands in for Kata's (Go) client, not for ours, which
+scenario 30 exercises as vfio-gpu-e2e-qmp.
 """
 import glob
 import json
 import os
 import re
+import socket
 import sys
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from qmp_scenario import Qmp, QmpError  # noqa: E402
+import time
 
 ROOT_PORTS = ["rp0", "rp1", "rp2", "rp3"]
+
+
+class QmpError(Exception):
+    pass
+
+
+class Qmp:
+    """A minimal QMP client: greeting, qmp_capabilities, commands; events are skipped."""
+
+    def __init__(self, path: str, timeout: float = 30.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.settimeout(timeout)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        self.file = self.sock.makefile("rb")
+        if "QMP" not in self._read():
+            raise QmpError("no QMP greeting")
+        kind, value = self.execute("qmp_capabilities")
+        if kind == "error":
+            raise QmpError(f"qmp_capabilities: {value}")
+
+    def _read(self) -> dict:
+        line = self.file.readline()
+        if not line:
+            raise QmpError("QEMU closed the QMP socket")
+        return json.loads(line)
+
+    def execute(self, name: str, args: dict | None = None):
+        """Returns ("return", value) or ("error", desc)."""
+        msg = {"execute": name}
+        if args:
+            msg["arguments"] = args
+        self.sock.sendall(json.dumps(msg).encode() + b"\n")
+        while True:
+            reply = self._read()
+            if "return" in reply:
+                return "return", reply["return"]
+            if "error" in reply:
+                return "error", reply["error"].get("desc", str(reply["error"]))
+            # {"event": ...}: not ours, skip.
+
+    def close(self) -> None:
+        self.file.close()
+        self.sock.close()
 
 
 def group_devices(group: str) -> list:
