@@ -118,6 +118,7 @@ scan_agrees() {
 # start_nested_qemu SOCK: a second QEMU like scenario 30's (-S, TCG, q35, 128M, pcie-root-ports
 # rp0..rp3, QMP on SOCK), daemonized. Sets NESTED_PID and NESTED_SECS (start time); its stderr goes to
 # SOCK's name with .log. Fails with that log in REPLY.
+# shellcheck disable=SC2034 # NESTED_PID and NESTED_SECS are this function's results
 start_nested_qemu() {
   local sock=$1 base=${1%.sock} t0 t1
   NESTED_PID='' NESTED_SECS=''
