@@ -1,5 +1,7 @@
 #include "hostmodel/node_config.h"
 
+#include "common/listen_address.h"
+
 namespace vfio_gpu {
 
 std::string AllocateStrategyName(AllocateStrategy s) {
@@ -30,7 +32,11 @@ Result<NodeConfig> NodeConfigFromJson(const Json& object, const std::string& sou
   path_key("kubelet_dir", c.kubelet_dir);
   path_key("cdi_dir", c.cdi_dir);
   path_key("run_dir", c.run_dir);
-  if (auto v = in.String("metrics_address")) c.metrics_address = *v;
+  if (auto v = in.String("metrics_address")) {
+    if (auto a = ParseListenAddress(*v); !v->empty() && !a)
+      in.Fail("metrics_address", a.error().message());
+    c.metrics_address = *v;
+  }
   if (auto v = in.String("log_format")) {
     if (*v != "text" && *v != "json")
       in.Fail("log_format", "\"" + *v + "\" is not known; use \"text\" or \"json\"");

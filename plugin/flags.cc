@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "common/listen_address.h"
 #include "common/strings.h"
 
 namespace vfio_gpu::plugin {
@@ -60,7 +61,12 @@ Result<Flags> ParseFlags(const std::vector<std::string>& args) {
                                                          {"run-dir", &f.config.run_dir}}) {
     if (auto s = path(flag, *out); !s) return s.error();
   }
-  if (values.count("metrics-address")) f.config.metrics_address = values["metrics-address"];
+  if (values.count("metrics-address")) {
+    const auto& v = values["metrics-address"];
+    if (auto a = ParseListenAddress(v); !v.empty() && !a)
+      return Error("flag --metrics-address: " + a.error().message());
+    f.config.metrics_address = v;
+  }
   if (values.count("log-format")) {
     const auto& v = values["log-format"];
     if (v != "text" && v != "json")

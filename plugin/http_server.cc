@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/listen_address.h"
 #include "common/strings.h"
 
 namespace vfio_gpu::plugin {
@@ -31,39 +32,71 @@ const char* StatusText(int status) {
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Listen(EventLoop& loop, const std::string& address,
                                                        Handler handler) {
+  auto parsed = ParseListenAddress(address);
+  if (!parsed) return Error("metrics address " + parsed.error().message());
   auto bad = [&](const std::string& why) {
-    return Error("metrics address \"" + address + "\": " + why +
-                 "; use \":9477\", \"127.0.0.1:9477\" or \"\" to turn it off");
+    return Error("metrics address \"" + address + "\": " + why);
   };
-  size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return bad("no port");
-  std::string host = address.substr(0, colon);
-  auto port = ParseInt(address.substr(colon + 1));
-  if (!port || *port < 0 || *port > 65535) return bad("bad port");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(*port));
-  if (host.empty() || host == "0.0.0.0") {
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  } else if (host == "localhost") {
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  } else if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-    return bad("\"" + host + "\" is not an IPv4 address");
+  const ListenAddress& la = *parsed;
+  sockaddr_storage ss{};
+  socklen_t ss_len = 0;
+  int fd = -1;
+  auto v4 = [&](const std::string& host) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(la.port);
+    if (host.empty())
+      a->sin_addr.s_addr = htonl(INADDR_ANY);
+    else
+      inet_pton(AF_INET, host.c_str(), &a->sin_addr);
+    ss_len = sizeof *a;
+    return socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  };
+  auto v6 = [&](const std::string& host) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(la.port);
+    a->sin6_addr = in6addr_any;
+    if (!host.empty()) inet_pton(AF_INET6, host.c_str(), &a->sin6_addr);
+    ss_len = sizeof *a;
+    return socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  };
+  switch (la.family) {
+    case ListenAddress::Family::kIpv4:
+      fd = v4(la.host == "0.0.0.0" ? "" : la.host);
+      break;
+    case ListenAddress::Family::kIpv6:
+      fd = v6(la.host);
+      break;
+    case ListenAddress::Family::kAny:
+      // IPv6 and IPv4 on one socket where the host has IPv6; IPv4 alone where it doesn't.
+      fd = v6("");
+      if (fd >= 0) {
+        int zero = 0;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+      } else {
+        ss = {};
+        fd = v4("");
+      }
+      break;
   }
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) return bad(std::string("socket: ") + std::strerror(errno));
   Fd owned(fd);
   int one = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return bad(std::string("cannot bind: ") + std::strerror(errno));
+  if (bind(fd, reinterpret_cast<sockaddr*>(&ss), ss_len) != 0)
+    return bad(std::string("cannot bind: ") + std::strerror(errno) +
+               "; is another process (an older plugin?) listening there?");
   if (listen(fd, 16) != 0) return bad(std::string("cannot listen: ") + std::strerror(errno));
-  socklen_t len = sizeof addr;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  socklen_t len = sizeof ss;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+  uint16_t bound_port = ss.ss_family == AF_INET6
+                            ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
+                            : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
 
   std::unique_ptr<HttpServer> s(new HttpServer(loop, std::move(handler)));
   s->listen_ = std::move(owned);
-  s->port_ = ntohs(addr.sin_port);
+  s->port_ = bound_port;
   HttpServer* self = s.get();
   if (auto st = loop.Add(fd, EPOLLIN, [self](uint32_t) { self->OnAccept(); }); !st)
     return st.error();

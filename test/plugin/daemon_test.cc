@@ -53,14 +53,26 @@ bool IsSocket(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
 }
 
-std::string HttpGet(int port, const std::string& path) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
+// GET over loopback: IPv4 (127.0.0.1) by default, IPv6 (::1) with `v6`.
+std::string HttpGet(int port, const std::string& path, bool v6 = false) {
+  int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage ss{};
+  socklen_t len;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(static_cast<uint16_t>(port));
+    a->sin6_addr = in6addr_loopback;
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(static_cast<uint16_t>(port));
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    len = sizeof *a;
+  }
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&ss), len) != 0) {
+    if (fd >= 0) close(fd);
     return "";
   }
   std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -459,6 +471,27 @@ TEST_F(DaemonTest, NewUnitsAppearWithoutRestart) {
   auto spec = ReadFile(config_.cdi_dir + "/vfio-gpu-nvidia.com-pgpu.json");
   ASSERT_TRUE(spec.ok());
   EXPECT_NE(spec->find("0000:e1:00.0"), std::string::npos);
+}
+
+// The default form (":9477") listens on every address: IPv4 and, where the host has it, IPv6;
+// "[::1]:port" on IPv6 loopback alone.
+TEST_F(DaemonTest, MetricsListenOnIpv4AndIpv6) {
+  ASSERT_TRUE(BuildSeedA10Host(*host_).ok());
+  config_.metrics_address = ":0";
+  StartAll();
+  ASSERT_GT(daemon_->metrics_port(), 0);
+  EXPECT_EQ(HttpGet(daemon_->metrics_port(), "/healthz").rfind("HTTP/1.1 200", 0), 0u);
+  int probe = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe < 0) GTEST_SKIP() << "no IPv6 on this host";
+  close(probe);
+  EXPECT_EQ(HttpGet(daemon_->metrics_port(), "/healthz", true).rfind("HTTP/1.1 200", 0), 0u);
+  daemon_->Stop();
+  daemon_.reset();
+  config_.metrics_address = "[::1]:0";
+  StartDaemon();
+  ASSERT_GT(daemon_->metrics_port(), 0);
+  EXPECT_EQ(HttpGet(daemon_->metrics_port(), "/healthz", true).rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(HttpGet(daemon_->metrics_port(), "/healthz"), "");  // not on IPv4
 }
 
 TEST_F(DaemonTest, HealthzAndMetrics) {

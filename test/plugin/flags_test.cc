@@ -51,6 +51,18 @@ TEST(Flags, BadInputIsRefusedNamingIt) {
   f = ParseFlags({"--config", cfg});
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.error().message().find("resync"), std::string::npos);
+  // A bad metrics address is refused at start, naming the flag or the key, not when binding.
+  f = ParseFlags({"--metrics-address", "9477"});
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message().find("--metrics-address: \"9477\" has no port"), std::string::npos)
+      << f.error().message();
+  ASSERT_TRUE(WriteFileAtomic(cfg, R"({"metrics_address": "node:9477"})"));
+  f = ParseFlags({"--config", cfg});
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.error().message().find("\"metrics_address\""), std::string::npos)
+      << f.error().message();
+  EXPECT_TRUE(ParseFlags({"--metrics-address", ""}).ok());  // off
+  EXPECT_TRUE(ParseFlags({"--metrics-address", "[::1]:9477"}).ok());
 }
 
 }  // namespace
