@@ -6,14 +6,20 @@
 namespace vfio_gpu::cli {
 
 Result<NodeConfig> LoadConfig(Args& args) {
+  // Every flag is taken before the file is read: returning early on a bad file would leave the
+  // later flags unconsumed, and the caller would report one of them as unknown instead of the
+  // file's own error.
+  auto path = args.Value("config");
+  auto sysfs = args.Value("sysfs-root");
+  auto dev = args.Value("dev-root");
   NodeConfig config;
-  if (auto path = args.Value("config")) {
+  if (path) {
     auto c = ReadNodeConfig(*path);
     if (!c) return c.error();
     config = std::move(*c);
   }
-  if (auto v = args.Value("sysfs-root")) config.roots.sysfs = *v;
-  if (auto v = args.Value("dev-root")) config.roots.dev = *v;
+  if (sysfs) config.roots.sysfs = *sysfs;
+  if (dev) config.roots.dev = *dev;
   if (!IsDir(config.roots.sysfs))
     return Error("sysfs root " + config.roots.sysfs + " is not a directory; pass --sysfs-root DIR");
   return config;

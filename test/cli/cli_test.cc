@@ -117,6 +117,32 @@ TEST_F(CliTest, BadUsageExitsTwoAndNamesTheProblem) {
   EXPECT_EQ(r.code, 2);
 }
 
+// A bad --config beside --sysfs-root / --dev-root: the file's own error, naming the key, is what
+// the operator sees (it used to be `unknown argument "--sysfs-root"`, the flags after --config
+// never having been read).
+TEST_F(CliTest, ABadConfigIsReportedByItsKeyWhateverFlagsFollow) {
+  ASSERT_TRUE(BuildSeedA10Host(host_));
+  std::string bad = tmp_ / "bad.json";
+  ASSERT_TRUE(WriteFileAtomic(bad, R"({"bogus": 1})"));
+  for (const std::string cmd : {"scan", "scan --json", "cdi generate"}) {
+    Outcome r = VfioGpu(cmd + " --config " + bad + " " + Roots(), tmp_);
+    EXPECT_EQ(r.code, 2) << cmd;
+    EXPECT_NE(r.err.find("config " + bad + ": unknown key \"bogus\""), std::string::npos)
+        << cmd << ": " << r.err;
+    EXPECT_NE(r.err.find("remove it or fix its spelling"), std::string::npos) << cmd << r.err;
+    EXPECT_EQ(r.err.find("unknown argument"), std::string::npos) << cmd << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << cmd << ": " << r.out;
+  }
+  // A bad value is named the same way, and a genuinely unknown flag is still reported.
+  ASSERT_TRUE(WriteFileAtomic(bad, R"({"log_format": "xml"})"));
+  Outcome r = VfioGpu("cdi generate " + Roots() + " --config " + bad, tmp_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("log_format"), std::string::npos) << r.err;
+  r = VfioGpu("scan --config " + bad + " " + Roots() + " --bogus", tmp_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown argument \"--bogus\""), std::string::npos) << r.err;
+}
+
 TEST_F(CliTest, CdiGeneratePrintsOrWritesSpecs) {
   ASSERT_TRUE(BuildSeedA10Host(host_));
   Outcome r = VfioGpu("cdi generate " + Roots(), tmp_);
