@@ -203,14 +203,16 @@ Result<Plan> PlanInstall(const InstallOptions& o) {
 
 Result<Plan> PlanUninstall(const std::string& root) {
   Plan plan;
-  auto add_removal = [&](const std::string& host_path) -> Status {
+  // Binaries are marked so that a dry run says they go instead of printing their bytes.
+  auto add_removal = [&](const std::string& host_path, bool binary = false) -> Status {
     auto c = Target(root, host_path);
     if (!c) return c.error();
+    c->binary = binary;
     if (c->before) plan.files.push_back(std::move(*c));
     return Status::Ok();
   };
-  if (auto s = add_removal(kShimBinaryPath); !s) return s.error();
-  if (auto s = add_removal(kPodResourcesHelperPath); !s) return s.error();
+  if (auto s = add_removal(kShimBinaryPath, true); !s) return s.error();
+  if (auto s = add_removal(kPodResourcesHelperPath, true); !s) return s.error();
   auto containerd = PlanContainerdUninstall(root);
   if (!containerd) return containerd.error();
   for (auto& c : *containerd)

@@ -88,7 +88,11 @@ std::string UnifiedDiff(const std::string& path, const std::optional<std::string
   if (before == after) return "";
   std::string head = "--- " + (before ? "a" + path : std::string("/dev/null")) + "\n+++ " +
                      (after ? "b" + path : std::string("/dev/null")) + "\n";
-  if (binary) return head + "Binary files differ\n";
+  // A NUL byte is what diff(1) takes for binary too: never print a file the caller did not mark.
+  auto has_nul = [](const std::optional<std::string>& t) {
+    return t && t->find('\0') != std::string::npos;
+  };
+  if (binary || has_nul(before) || has_nul(after)) return head + "Binary files differ\n";
   auto a = SplitLines(before), b = SplitLines(after);
   auto ops = EditScript(a, b);
   std::string out = head;

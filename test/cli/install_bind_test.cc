@@ -198,6 +198,12 @@ TEST(UnifiedDiffTest, HunksWithContext) {
   EXPECT_EQ(UnifiedDiff("/f", a, a, false), "");
   EXPECT_EQ(UnifiedDiff("/f", std::string("x\n"), std::nullopt, false),
             "--- a/f\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-x\n");
+  // Content with a NUL byte is binary even when the caller did not say so.
+  const std::string elf("\177ELF\0\1", 6);
+  EXPECT_EQ(UnifiedDiff("/f", elf, std::nullopt, false),
+            "--- a/f\n+++ /dev/null\nBinary files differ\n");
+  EXPECT_EQ(UnifiedDiff("/f", std::string("x\n"), std::string("x\0", 2), false),
+            "--- a/f\n+++ b/f\nBinary files differ\n");
 }
 
 TEST(ContainerdVersionTest, Parses) {

@@ -220,6 +220,46 @@ TEST_F(InstallTest, DryRunPrintsTheDiffAndWritesNothing) {
   EXPECT_FALSE(Has(r.out, "---")) << r.out;
 }
 
+// A real ELF binary as the shim (and its helper beside it): the shell-script stand-ins of the
+// other tests are text, which hid that uninstall's dry run printed the shim's bytes as a diff
+// (cut at the first NUL) instead of saying the binary goes.
+TEST_F(InstallTest, DryRunUninstallSaysTheBinariesGoWithoutPrintingThem) {
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
+  auto elf = ReadFile("/bin/true");
+  ASSERT_TRUE(elf.ok());
+  ASSERT_NE(elf->find('\0'), std::string::npos);
+  ASSERT_TRUE(WriteFileAtomic(shim_, *elf, 0755));
+  ASSERT_TRUE(WriteFileAtomic(tmp_ / "vfio-gpu-shim-podresources", *elf, 0755));
+  Outcome r = Install();
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "created    /usr/local/bin/vfio-gpu-shim-podresources")) << r.out;
+
+  auto installed = Tree(root_);
+  r = Vfio("uninstall --dry-run --host-root " + root_);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(Tree(root_), installed);
+  for (const char* bin : {"containerd-shim-vfio-gpu-v2", "vfio-gpu-shim-podresources"})
+    EXPECT_TRUE(Has(r.out, std::string("--- a/usr/local/bin/") + bin +
+                               "\n+++ /dev/null\nBinary files differ\n"))
+        << bin << "\n"
+        << r.out;
+  EXPECT_FALSE(Has(r.out, "ELF")) << r.out;
+  EXPECT_EQ(r.out.find('\0'), std::string::npos);
+  // The text files are still shown line by line.
+  EXPECT_TRUE(Has(r.out, "--- a/etc/vfio-gpu/shim.json\n+++ /dev/null\n@@ -1,9 +0,0 @@\n-{\n"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out, "dry run: ")) << r.out;
+
+  // Install's dry run over an installed binary that differs says so the same way.
+  ASSERT_TRUE(WriteFileAtomic(shim_, *elf + std::string("\0x", 2), 0755));
+  r = Install("--dry-run");
+  EXPECT_TRUE(Has(r.out,
+                  "--- a/usr/local/bin/containerd-shim-vfio-gpu-v2\n"
+                  "+++ b/usr/local/bin/containerd-shim-vfio-gpu-v2\nBinary files differ\n"))
+      << r.out;
+  EXPECT_FALSE(Has(r.out, "ELF")) << r.out;
+}
+
 TEST_F(InstallTest, MalformedContainerdConfigIsReportedAndNothingIsWritten) {
   std::string broken = "version = 2\n\n[plugins.\"io.containerd.grpc.v1.cri\"\n  x = 1\n";
   ASSERT_TRUE(WriteFileAtomic(Config(), broken));
