@@ -3,6 +3,8 @@
 
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/files.h"
 #include "common/json.h"
@@ -141,6 +143,52 @@ TEST_F(CliTest, ABadConfigIsReportedByItsKeyWhateverFlagsFollow) {
   r = VfioGpu("scan --config " + bad + " " + Roots() + " --bogus", tmp_);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("unknown argument \"--bogus\""), std::string::npos) << r.err;
+}
+
+// Every subcommand takes --help (and -h) the way the top level does: its own usage on stdout,
+// exit 0, even beside other flags or a missing required one.
+TEST_F(CliTest, EverySubcommandPrintsItsUsageOnHelp) {
+  const std::vector<std::pair<std::string, std::string>> commands = {
+      {"scan", "usage: vfio-gpu scan [--sysfs-root DIR]"},
+      {"cdi", "usage: vfio-gpu cdi generate ["},
+      {"cdi generate", "usage: vfio-gpu cdi generate ["},
+      {"doctor", "usage: vfio-gpu doctor [--host-root DIR]"},
+      {"install", "usage: vfio-gpu install --host-root DIR [--dry-run]"},
+      {"uninstall", "usage: vfio-gpu uninstall --host-root DIR"},
+      {"demo", "usage: vfio-gpu demo "},
+      {"audit", "usage: vfio-gpu audit --qmp SOCKET"},
+  };
+  for (const auto& [cmd, usage] : commands) {
+    for (const std::string help : {"--help", "-h"}) {
+      Outcome r = VfioGpu(cmd + " " + help, tmp_);
+      EXPECT_EQ(r.code, 0) << cmd << " " << help << ": " << r.err;
+      EXPECT_EQ(r.out.rfind(usage, 0), 0u) << cmd << " " << help << ":\n" << r.out;
+      EXPECT_NE(r.out.find("Exit codes: 0 ok"), std::string::npos) << r.out;
+      EXPECT_TRUE(r.err.empty()) << cmd << " " << help << ": " << r.err;
+    }
+  }
+  // Only the command's own usage, not the whole list.
+  Outcome r = VfioGpu("install --help", tmp_);
+  EXPECT_EQ(r.out.find("audit"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--bind-gpus"), std::string::npos) << r.out;
+  // Beside other flags (which are not acted on), and as `vfio-gpu help <command>`.
+  r = VfioGpu("audit --sandbox x --help", tmp_);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("usage: vfio-gpu audit", 0), 0u) << r.out;
+  r = VfioGpu("help uninstall", tmp_);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("usage: vfio-gpu uninstall", 0), 0u) << r.out;
+  r = VfioGpu("help frobnicate", tmp_);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("unknown command \"frobnicate\""), std::string::npos) << r.err;
+  // The top level is unchanged: the whole list.
+  r = VfioGpu("--help", tmp_);
+  EXPECT_EQ(r.code, 0);
+  for (const auto& [cmd, usage] : commands)
+    EXPECT_NE(r.out.find("\n  " + usage.substr(std::string("usage: vfio-gpu ").size())),
+              std::string::npos)
+        << cmd << "\n"
+        << r.out;
 }
 
 TEST_F(CliTest, CdiGeneratePrintsOrWritesSpecs) {
