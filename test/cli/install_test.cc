@@ -1,15 +1,23 @@
 // `vfio-gpu install` / `uninstall` / `doctor --host-root` as an operator runs them: through the
 // binary, against a temp host root.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "common/files.h"
 #include "hostmodel/fake_host.h"
@@ -475,6 +483,226 @@ TEST_F(InstallTest, UsageErrors) {
   r = Vfio("install --host-root " + root_ + " --shim-binary " + tmp_ / "nope");
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(Has(r.err, "pass --shim-binary PATH")) << r.err;
+}
+
+// `install --bind-gpus` through the binary on a fake host root. Nothing binds in a fake sysfs by
+// itself, so FifoKernel plays the kernel from a thread of the test, in lockstep with the binary
+// through FIFOs, whose open() waits for the other end. The host drivers' `unbind` files are FIFOs
+// it reads: a BDF written there unbinds the device. Once a device waits with driver_override
+// "vfio-pci" and no driver, the binary is on its way to `drivers_probe`, a FIFO whose reader the
+// sim opens only after it has bound that device: when the binary's probe write returns, the device
+// is bound, as drivers_probe does in the real kernel. While the sim is in drivers_probe, no unbind
+// file has a reader, so the binary cannot reach the next device's probe before the sim is back.
+// A device the test did not expect is bound all the same (and shows in the log), so a wrong
+// binary fails the test instead of hanging it. (Devices with no driver skip `unbind`; none here.)
+// Every FIFO end is opened O_CLOEXEC: the binary (popen) would otherwise inherit the unbind
+// readers, and its opens would never wait.
+class FifoKernel {
+ public:
+  explicit FifoKernel(FakeHost& host) : host_(host) {}
+  ~FifoKernel() { Finish(); }
+
+  ::testing::AssertionResult Start(const std::vector<std::string>& host_drivers) {
+    for (const auto& drv : host_drivers) {
+      std::string f = host_.roots().sysfs + "/bus/pci/drivers/" + drv + "/unbind";
+      ::unlink(f.c_str());
+      if (::mkfifo(f.c_str(), 0600) != 0)
+        return ::testing::AssertionFailure() << "mkfifo " << f << ": " << std::strerror(errno);
+      unbind_.push_back({f, -1, ""});
+      if (!Reopen(unbind_.back()))
+        return ::testing::AssertionFailure() << "open " << f << ": " << std::strerror(errno);
+    }
+    ::unlink(Probe().c_str());
+    if (::mkfifo(Probe().c_str(), 0600) != 0)
+      return ::testing::AssertionFailure() << "mkfifo " << Probe() << ": " << std::strerror(errno);
+    thread_ = std::thread([this] { Run(); });
+    return ::testing::AssertionSuccess();
+  }
+  // After the binary exited. Returns what it wrote, in order: "unbind <BDF>", "probe <BDF>".
+  std::vector<std::string> Finish() {
+    stop_ = true;
+    while (thread_.joinable() && !done_) {  // the sim may wait for a probe that will not come
+      int fd = ::open(Probe().c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (fd >= 0) ::close(fd);
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (thread_.joinable()) thread_.join();
+    for (auto& u : unbind_) Close(u);
+    return log_;
+  }
+
+ private:
+  struct Fifo {
+    std::string path;
+    int fd;
+    std::string data;
+  };
+  std::string Probe() const { return host_.roots().sysfs + "/bus/pci/drivers_probe"; }
+  static bool Reopen(Fifo& f) {
+    Close(f);
+    f.fd = ::open(f.path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // never waits
+    return f.fd >= 0;
+  }
+  static void Close(Fifo& f) {
+    if (f.fd >= 0) ::close(f.fd);
+    f.fd = -1;
+  }
+  std::string Attr(const std::string& bdf, const std::string& name) {
+    auto v = ReadFile(host_.roots().PciDevice(bdf) + "/" + name);
+    return v ? *v : "";
+  }
+  std::string DriverOf(const std::string& bdf) {
+    auto d = LinkBasename(host_.roots().PciDevice(bdf) + "/driver");
+    return d ? *d : "";
+  }
+  // A write to an unbind file is complete once its writer closed it (read() says end of file).
+  void ServeUnbinds() {
+    for (auto& u : unbind_)
+      if (u.fd < 0) (void)Reopen(u);
+    std::vector<pollfd> fds;
+    for (const auto& u : unbind_) fds.push_back({u.fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), 5) <= 0) return;
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      Fifo& u = unbind_[i];
+      char buf[256];
+      ssize_t n;
+      while ((n = ::read(u.fd, buf, sizeof buf)) > 0) u.data.append(buf, static_cast<size_t>(n));
+      if (n != 0) continue;  // the writer is still there
+      if (!u.data.empty()) {
+        log_.push_back("unbind " + u.data);
+        (void)host_.SetDriver(u.data, "");
+        u.data.clear();
+      }
+      (void)Reopen(u);  // forget the writer that left, or poll says so forever
+    }
+  }
+  void Run() {
+    while (!stop_) {
+      ServeUnbinds();
+      auto names = ListDir(host_.roots().PciDevices());
+      if (!names) continue;
+      for (const auto& bdf : *names) {
+        if (stop_ || Attr(bdf, "driver_override") != "vfio-pci" || !DriverOf(bdf).empty()) continue;
+        // The binary is on its way to drivers_probe (or waits in its open): bind, then let it in.
+        for (auto& u : unbind_) Close(u);
+        (void)host_.SetDriver(bdf, "vfio-pci");
+        std::string got;
+        int fd = ::open(Probe().c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+          char buf[256];
+          ssize_t n;
+          while (got.size() < bdf.size() && (n = ::read(fd, buf, sizeof buf)) > 0)
+            got.append(buf, static_cast<size_t>(n));
+          ::close(fd);
+        }
+        log_.push_back("probe " + got);
+      }
+    }
+    done_ = true;
+  }
+
+  FakeHost& host_;
+  std::vector<Fifo> unbind_;
+  std::vector<std::string> log_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+FakeDevice Dev(const std::string& bdf, const std::string& parent, int group, uint32_t cls,
+               const std::string& driver, uint16_t vendor = 0x10de) {
+  FakeDevice d;
+  d.bdf = bdf;
+  d.parent = parent;
+  d.iommu_group = group;
+  d.class_code = cls;
+  d.driver = driver;
+  d.vendor = vendor;
+  return d;
+}
+
+class BindGpusTest : public InstallTest {
+ protected:
+  void SetUp() override {
+    InstallTest::SetUp();
+    ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
+    // A consumer GPU on nvidia with its audio on snd_hda_intel (group 14) behind a root port, a
+    // GPU already on vfio-pci (group 20), a NIC in a group of its own (30).
+    ASSERT_TRUE(
+        host_.Add(Dev("0000:00:01.0", "pci0000:00", 2, kClassPciBridge, "pcieport", 0x8086)));
+    ASSERT_TRUE(host_.Add(Dev("0000:01:00.0", "0000:00:01.0", 14, kClassVga, "nvidia")));
+    ASSERT_TRUE(host_.Add(Dev("0000:01:00.1", "0000:00:01.0", 14, kClassAudio, "snd_hda_intel")));
+    ASSERT_TRUE(host_.Add(Dev("0000:41:00.0", "pci0000:40", 20, k3dController, "vfio-pci")));
+    ASSERT_TRUE(host_.Add(Dev("0000:61:00.0", "pci0000:60", 30, 0x020000, "mlx5_core", 0x15b3)));
+    for (const char* drv : {"nvidia", "snd_hda_intel", "vfio-pci", "mlx5_core", "pcieport"})
+      ASSERT_TRUE(WriteFileAtomic(host_.roots().sysfs + "/bus/pci/drivers/" + drv + "/unbind", ""));
+    ASSERT_TRUE(WriteFileAtomic(host_.roots().sysfs + "/bus/pci/drivers_probe", ""));
+  }
+  std::string Driver(const std::string& bdf) {
+    auto d = LinkBasename(host_.roots().PciDevice(bdf) + "/driver");
+    return d ? *d : "";
+  }
+  std::string Override(const std::string& bdf) {
+    auto o = ReadFile(host_.roots().PciDevice(bdf) + "/driver_override");
+    return o ? *o : "?";
+  }
+
+  FakeHost host_{root_};
+};
+
+TEST_F(BindGpusTest, BindsTheGpusAndTheirGroupMatesThenHasNothingToDo) {
+  // The dry run says what it would bind and writes nothing.
+  auto before = Tree(root_);
+  Outcome r = Install("--bind-gpus --dry-run");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(Tree(root_), before);
+  for (const char* line : {
+           "  would bind 0000:01:00.0 (GPU, IOMMU group 14) to vfio-pci (now nvidia)\n",
+           "  would bind 0000:01:00.1 (group mate of 0000:01:00.0, IOMMU group 14) to vfio-pci "
+           "(now snd_hda_intel)\n",
+           "  unchanged  0000:41:00.0 (GPU, IOMMU group 20) already on vfio-pci\n",
+       })
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+  EXPECT_FALSE(Has(r.out, "0000:61:00.0")) << "the NIC is no GPU's group mate\n" << r.out;
+
+  FifoKernel kernel(host_);
+  ASSERT_TRUE(kernel.Start({"nvidia", "snd_hda_intel", "mlx5_core"}));
+  r = Install("--bind-gpus");
+  auto writes = kernel.Finish();
+  ASSERT_EQ(r.code, 0) << r.out << r.err << ::testing::PrintToString(writes);
+  EXPECT_EQ(writes, (std::vector<std::string>{"unbind 0000:01:00.0", "probe 0000:01:00.0",
+                                              "unbind 0000:01:00.1", "probe 0000:01:00.1"}));
+  for (const char* line : {
+           "  bound      0000:01:00.0 (GPU, IOMMU group 14) to vfio-pci (was nvidia)\n",
+           "  bound      0000:01:00.1 (group mate of 0000:01:00.0, IOMMU group 14) to vfio-pci "
+           "(was snd_hda_intel)\n",
+           "  unchanged  0000:41:00.0 (GPU, IOMMU group 20) already on vfio-pci\n",
+           "created    /usr/local/bin/containerd-shim-vfio-gpu-v2",
+           "restart containerd to load the vfio-gpu runtime",
+       })
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+  EXPECT_EQ(Driver("0000:01:00.0"), "vfio-pci");
+  EXPECT_EQ(Driver("0000:01:00.1"), "vfio-pci");
+  EXPECT_EQ(Override("0000:01:00.0"), "vfio-pci");
+  EXPECT_EQ(Driver("0000:61:00.0"), "mlx5_core");
+  EXPECT_EQ(Override("0000:61:00.0"), "(null)\n");
+  EXPECT_TRUE(PathExists(host_.roots().VfioGroupNode(14)));
+
+  // Everything bound and installed: the next run changes nothing and says so.
+  auto installed = Tree(root_);
+  r = Install("--bind-gpus");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "  unchanged  0000:01:00.0 (GPU, IOMMU group 14) already on vfio-pci\n"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out,
+                  "  unchanged  0000:01:00.1 (group mate of 0000:01:00.0, IOMMU group 14) "
+                  "already on vfio-pci\n"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out, "\nnothing to do\n")) << r.out;
+  EXPECT_FALSE(Has(r.out, "bound      ")) << r.out;
+  EXPECT_FALSE(Has(r.out, "restart containerd")) << r.out;
+  EXPECT_EQ(Tree(root_), installed);
 }
 
 // doctor --host-root on a host that install prepared, then broken one piece at a time.
