@@ -93,6 +93,12 @@ std::vector<BindAction> BindGpus(const HostRoots& roots, const Selection& select
                      group.error().message()});
       continue;
     }
+    // A member we never unbind keeps the whole group from passing through, so the rest of it is
+    // left alone too: binding the GPU would only take it from the host for nothing.
+    auto blocks = [](const GroupMember& m) {
+      return !m.bridge && !IsViableDriver(m.driver) && HostCritical(m.class_code);
+    };
+    auto blocker = std::find_if(group->members.begin(), group->members.end(), blocks);
     for (const auto& m : group->members) {
       if (m.bridge || todo.count(m.bdf)) continue;
       BindAction a{m.bdf,
@@ -101,11 +107,20 @@ std::vector<BindAction> BindGpus(const HostRoots& roots, const Selection& select
                    m.driver,
                    BindAction::Result::kAlready,
                    ""};
-      if (!IsViableDriver(m.driver) && HostCritical(m.class_code)) {
+      if (blocks(m)) {
         a.result = BindAction::Result::kRefused;
         a.message = ClassName(m.class_code) + " controller on " + m.driver +
                     " shares the IOMMU group; not unbinding it automatically (the node could "
                     "lose its network or disks): move it to another slot or bind it yourself";
+      } else if (blocker != group->members.end() && !IsVfioDriver(m.driver)) {
+        const GroupMember& b = *blocker;
+        a.result = BindAction::Result::kRefused;
+        a.message = "not bound: " + b.bdf + " (" + ClassName(b.class_code) + " controller on " +
+                    b.driver + ") shares IOMMU group " + std::to_string(group->number) +
+                    " and is never unbound automatically, so the group cannot be passed through; "
+                    "move the GPU or " +
+                    b.bdf + " to another slot, or bind " + b.bdf +
+                    " to vfio-pci yourself, then run vfio-gpu install --bind-gpus again";
       }
       todo.emplace(m.bdf, std::move(a));
     }

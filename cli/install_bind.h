@@ -37,7 +37,8 @@ struct BindAction {
 
 // Binds (or, with dry_run, only plans) every selected GPU and its group mates. Devices already on
 // a vfio driver are left alone. Network and storage controllers that share a GPU's group are never
-// unbound automatically (that could cut the node off): they are reported as refused.
+// unbound automatically (that could cut the node off): they are reported as refused, and so is the
+// rest of their group, naming them (it could not be passed through anyway).
 std::vector<BindAction> BindGpus(const HostRoots& roots, const Selection& selection,
                                  SysfsWriter& writer, bool dry_run);
 

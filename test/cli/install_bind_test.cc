@@ -141,6 +141,14 @@ TEST_F(BindTest, ANicInTheGpusGroupIsRefusedAndAFailedProbeIsReported) {
             std::string::npos)
       << all;
   EXPECT_EQ(Attr("/bus/pci/drivers/mlx5_core/unbind"), "");
+  // The NIC keeps the group from passing through, so its GPU stays on nvidia: refused, naming it.
+  EXPECT_NE(all.find("REFUSED    0000:71:00.0 (GPU, IOMMU group 40): not bound: 0000:71:00.1 "
+                     "(ethernet controller on mlx5_core) shares IOMMU group 40"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("bind 0000:71:00.1 to vfio-pci yourself"), std::string::npos) << all;
+  EXPECT_EQ(Attr("/bus/pci/devices/0000:71:00.0/driver_override"), "(null)\n");
+  EXPECT_EQ(Attr("/bus/pci/drivers/nvidia/unbind"), "0000:01:00.0");
   EXPECT_NE(all.find("FAILED     0000:01:00.0 (GPU, IOMMU group 14): it is bound to nvidia after "
                      "drivers_probe; load vfio-pci (modprobe vfio-pci)"),
             std::string::npos)
