@@ -59,32 +59,35 @@ std::string DefaultShimBinary() {
 }
 
 struct Outcome {
-  int changes = 0;
-  bool failed = false;
-  bool restart_containerd = false;
+  int changes = 0;  // made (or, in a dry run, that would be made)
+  std::vector<std::string>
+      failed;  // what did not happen, short: "0000:71:00.0 not bound (REFUSED)"
+  bool restart_containerd = false;  // a change made needs it
   bool restart_crio = false;
 };
 
 // Prints every file's status (or, in a dry run, the diff of each change) and applies the plan.
 Outcome ReportAndApply(const Plan& plan, const std::string& root, bool dry_run) {
   Outcome o;
+  auto changed = [&o](const FileChange& f) {
+    ++o.changes;
+    o.restart_containerd |= f.restart == Restart::kContainerd;
+    o.restart_crio |= f.restart == Restart::kCrio;
+  };
   for (const auto& f : plan.files) {
-    if (f.Changes()) {
-      ++o.changes;
-      o.restart_containerd |= f.restart == Restart::kContainerd;
-      o.restart_crio |= f.restart == Restart::kCrio;
-    }
     if (dry_run && f.Changes()) {
+      changed(f);
       std::printf("%s", UnifiedDiff(f.host_path, f.before, f.after, f.binary).c_str());
       continue;
     }
     if (dry_run || (!f.before && !f.after)) continue;
     Status s = ApplyChange(f);
     if (!s) {
-      o.failed = true;
+      o.failed.push_back(f.host_path + " not written");
       std::printf("  FAILED     %s: %s\n", f.host_path.c_str(), s.error().message().c_str());
       continue;
     }
+    if (f.Changes()) changed(f);
     std::printf("  %-10s %s%s\n", f.Status().c_str(), f.host_path.c_str(),
                 f.note.empty() ? "" : (" (" + f.note + ")").c_str());
   }
@@ -96,46 +99,60 @@ Outcome ReportAndApply(const Plan& plan, const std::string& root, bool dry_run) 
                   Join(left, ", ").c_str());
       continue;
     }
-    ++o.changes;
     if (dry_run) {
+      ++o.changes;
       std::printf("rmdir %s\n", dir.c_str());
     } else if (::rmdir(UnderRoot(root, dir).c_str()) != 0) {
-      o.failed = true;
+      o.failed.push_back("rmdir " + dir);
       std::printf("  FAILED     rmdir %s: %s\n", dir.c_str(), std::strerror(errno));
     } else {
+      ++o.changes;
       std::printf("  %-10s %s/\n", "removed", dir.c_str());
     }
   }
   return o;
 }
 
-int Finish(const char* verb, const std::string& root, Outcome o, bool dry_run, bool restart) {
-  if (o.failed) return kExitProblems;
+// What was changed and what must be restarted is said (and the restart done, when asked) whatever
+// failed on the way: the next run finds those files unchanged and would never say it again. The
+// failure is reported last, and makes the exit code.
+int Finish(const char* command, const char* verb, const std::string& root, Outcome o, bool dry_run,
+           bool restart) {
   if (o.changes == 0) {
-    std::printf("nothing to do\n");
-    return kExitOk;
-  }
-  if (dry_run) {
+    std::printf(o.failed.empty() ? "nothing to do\n" : "nothing changed\n");
+  } else if (dry_run) {
     std::printf("dry run: %d change(s) would be made; nothing was written\n", o.changes);
-    return kExitOk;
-  }
-  std::printf("%d change(s)\n", o.changes);
-  if (o.restart_containerd) {
-    if (restart) {
-      auto cmd = RestartCommand(root);
-      if (Status s = Run(cmd); !s) {
-        std::printf("FAILED: restarting containerd: %s\n", s.error().message().c_str());
-        return kExitProblems;
+  } else {
+    std::printf("%d change(s)\n", o.changes);
+    if (o.restart_containerd) {
+      if (restart) {
+        auto cmd = RestartCommand(root);
+        if (Status s = Run(cmd); !s) {
+          std::printf("FAILED: restarting containerd: %s\n", s.error().message().c_str());
+          o.failed.push_back(
+              "containerd not restarted (restart it yourself: systemctl restart "
+              "containerd)");
+        } else {
+          std::printf("restarted containerd (%s)\n", Join(cmd, " ").c_str());
+        }
+      } else {
+        std::printf(
+            "restart containerd to %s the vfio-gpu runtime (systemctl restart containerd)\n", verb);
       }
-      std::printf("restarted containerd (%s)\n", Join(cmd, " ").c_str());
-    } else {
-      std::printf("restart containerd to %s the vfio-gpu runtime (systemctl restart containerd)\n",
-                  verb);
     }
+    if (o.restart_crio)
+      std::printf("restart CRI-O to %s the vfio-gpu runtime (systemctl restart crio)\n", verb);
   }
-  if (o.restart_crio)
-    std::printf("restart CRI-O to %s the vfio-gpu runtime (systemctl restart crio)\n", verb);
-  return kExitOk;
+  if (o.failed.empty()) return kExitOk;
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "vfio-gpu %s: not finished: %s; %s: fix what the lines above say and run it "
+               "again\n",
+               command, Join(o.failed, ", ").c_str(),
+               o.changes == 0 ? "nothing was changed"
+               : dry_run      ? "nothing was written"
+                              : "the changes listed were made");
+  return kExitProblems;
 }
 
 }  // namespace
@@ -180,18 +197,23 @@ int Install(Args& args) {
   }
   std::printf("vfio-gpu install%s: host root %s\n", dry_run ? " --dry-run" : "", root->c_str());
   Outcome o = ReportAndApply(*plan, *root, dry_run);
-  if (bind && !o.failed) {
+  if (bind && !o.failed.empty()) {
+    std::printf("  %-10s --bind-gpus: a file above was not written\n", "skipped");
+    o.failed.push_back("GPUs not bound (--bind-gpus skipped)");
+  } else if (bind) {
     FileSysfsWriter writer;
     for (const auto& a : BindGpus(config.roots, config.selection, writer, dry_run)) {
       std::printf("  %s\n", Describe(a).c_str());
       if (a.result == BindAction::Result::kBound || a.result == BindAction::Result::kWouldBind)
         ++o.changes;
-      o.failed |=
-          a.result == BindAction::Result::kFailed || a.result == BindAction::Result::kRefused;
+      if (a.result == BindAction::Result::kFailed)
+        o.failed.push_back((a.bdf.empty() ? std::string("GPUs") : a.bdf) + " not bound (FAILED)");
+      if (a.result == BindAction::Result::kRefused)
+        o.failed.push_back(a.bdf + " not bound (REFUSED)");
     }
   }
   for (const auto& w : plan->warnings) std::printf("WARNING: %s\n", w.c_str());
-  return Finish("load", *root, o, dry_run, restart);
+  return Finish("install", "load", *root, o, dry_run, restart);
 }
 
 int Uninstall(Args& args) {
@@ -209,7 +231,7 @@ int Uninstall(Args& args) {
   }
   std::printf("vfio-gpu uninstall%s: host root %s\n", dry_run ? " --dry-run" : "", root->c_str());
   Outcome o = ReportAndApply(*plan, *root, dry_run);
-  return Finish("unload", *root, o, dry_run, restart);
+  return Finish("uninstall", "unload", *root, o, dry_run, restart);
 }
 
 }  // namespace vfio_gpu::cli

@@ -639,6 +639,11 @@ class BindGpusTest : public InstallTest {
       ASSERT_TRUE(WriteFileAtomic(host_.roots().sysfs + "/bus/pci/drivers/" + drv + "/unbind", ""));
     ASSERT_TRUE(WriteFileAtomic(host_.roots().sysfs + "/bus/pci/drivers_probe", ""));
   }
+  // A GPU sharing IOMMU group 40 with a NIC (no ACS between them).
+  void AddGpuBesideANic() {
+    ASSERT_TRUE(host_.Add(Dev("0000:71:00.0", "pci0000:70", 40, k3dController, "nvidia")));
+    ASSERT_TRUE(host_.Add(Dev("0000:71:00.1", "pci0000:70", 40, 0x020000, "mlx5_core", 0x15b3)));
+  }
   std::string Driver(const std::string& bdf) {
     auto d = LinkBasename(host_.roots().PciDevice(bdf) + "/driver");
     return d ? *d : "";
@@ -703,6 +708,72 @@ TEST_F(BindGpusTest, BindsTheGpusAndTheirGroupMatesThenHasNothingToDo) {
   EXPECT_FALSE(Has(r.out, "bound      ")) << r.out;
   EXPECT_FALSE(Has(r.out, "restart containerd")) << r.out;
   EXPECT_EQ(Tree(root_), installed);
+}
+
+// A GPU whose IOMMU group holds a NIC: the NIC is never unbound (the node could lose its network),
+// so the group cannot be passed through and its GPU stays on its driver. Both are reported, the
+// GPU naming the NIC that blocks it; the rest of the run still happens and is reported, with the
+// restart hint, before the command fails.
+TEST_F(BindGpusTest, AGroupWithANicIsRefusedNamingItAndTheRestIsStillReported) {
+  AddGpuBesideANic();
+  FifoKernel kernel(host_);
+  ASSERT_TRUE(kernel.Start({"nvidia", "snd_hda_intel", "mlx5_core"}));
+  Outcome r = Install("--bind-gpus");
+  kernel.Finish();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  for (const char* line : {
+           "  bound      0000:01:00.0 (GPU, IOMMU group 14) to vfio-pci (was nvidia)\n",
+           "  REFUSED    0000:71:00.0 (GPU, IOMMU group 40): not bound: 0000:71:00.1 (ethernet "
+           "controller on mlx5_core) shares IOMMU group 40",
+           "bind 0000:71:00.1 to vfio-pci yourself",
+           "  REFUSED    0000:71:00.1 (group mate of 0000:71:00.0, IOMMU group 40): ethernet "
+           "controller on mlx5_core shares the IOMMU group; not unbinding it automatically",
+       })
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+  EXPECT_EQ(Driver("0000:71:00.0"), "nvidia");
+  EXPECT_EQ(Override("0000:71:00.0"), "(null)\n");
+  EXPECT_EQ(Driver("0000:71:00.1"), "mlx5_core");
+  EXPECT_EQ(Override("0000:71:00.1"), "(null)\n");
+  EXPECT_EQ(Driver("0000:01:00.0"), "vfio-pci");
+
+  // What was changed and what containerd needs is said although the command fails: a second run
+  // finds config.toml unchanged and would never say it again.
+  EXPECT_TRUE(Has(r.out, "updated    /etc/containerd/config.toml")) << r.out;
+  EXPECT_TRUE(Has(r.out, " change(s)\n")) << r.out;
+  EXPECT_TRUE(Has(r.out,
+                  "restart containerd to load the vfio-gpu runtime (systemctl restart "
+                  "containerd)\n"))
+      << r.out;
+  EXPECT_LT(r.out.find("REFUSED"), r.out.find("restart containerd")) << r.out;
+  EXPECT_TRUE(Has(r.err,
+                  "vfio-gpu install: not finished: 0000:71:00.0 not bound (REFUSED), "
+                  "0000:71:00.1 not bound (REFUSED)"))
+      << r.err;
+  EXPECT_TRUE(Has(r.err, "the changes listed were made")) << r.err;
+
+  // Run again: nothing left to change, the refusal still fails the command.
+  r = Install("--bind-gpus");
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "REFUSED    0000:71:00.0")) << r.out;
+  EXPECT_TRUE(Has(r.out, "\nnothing changed\n")) << r.out;
+  EXPECT_FALSE(Has(r.out, "nothing to do")) << r.out;
+}
+
+TEST_F(BindGpusTest, RestartContainerdIsHonouredWhenALaterStepFails) {
+  AddGpuBesideANic();
+  FifoKernel kernel(host_);
+  ASSERT_TRUE(kernel.Start({"nvidia", "snd_hda_intel", "mlx5_core"}));
+  std::string marker = tmp_ / "restarted";
+  Outcome r = Shell("VFIO_GPU_RESTART_CMD='echo restart >> " + marker + "' " + VFIO_GPU_BIN +
+                        " install --host-root " + root_ + " --shim-binary " + shim_ +
+                        " --bind-gpus --restart-containerd",
+                    tmp_);
+  kernel.Finish();
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  EXPECT_TRUE(Has(r.out, "restarted containerd (/bin/sh -c echo restart >> ")) << r.out;
+  auto restarted = ReadFile(marker);
+  EXPECT_TRUE(restarted.ok() && *restarted == "restart\n") << r.out;
+  EXPECT_TRUE(Has(r.err, "0000:71:00.0 not bound (REFUSED)")) << r.err;
 }
 
 // doctor --host-root on a host that install prepared, then broken one piece at a time.
