@@ -300,13 +300,17 @@ Result<std::optional<std::string>> EnsureImport(const std::optional<std::string>
   std::string text = pristine.value_or("");
   auto doc = ParseToml(text, source);
   if (!doc) return Malformed(doc.error());
-  // containerd >= 2.2 imports /etc/containerd/conf.d/*.toml when config.toml names no imports.
+  // containerd >= 2.2 imports /etc/containerd/conf.d/*.toml only through its built-in default
+  // configuration, i.e. when there is no config.toml. A config.toml that exists (even empty, or
+  // without `imports`) replaces that default: containerd then loads only the files its `imports`
+  // names (LoadConfig follows the imports of the files it loads), so it needs ours whatever the
+  // version.
   bool default_conf_d =
       version && (version->major > 2 || (version->major == 2 && version->minor >= 2));
+  if (!pristine && default_conf_d) return pristine;
   std::string import_line = "imports = [" + TomlQuote(import_path) + "]";
   auto lines = SplitLines(text);
   if (doc->table.empty()) {
-    if (default_conf_d) return pristine;
     auto block = Block({}, {"version = 3", import_line}, EndFlags(pristine));
     lines.insert(lines.end(), block.begin(), block.end());
     return std::optional<std::string>(JoinLines(lines));
@@ -331,7 +335,6 @@ Result<std::optional<std::string>> EnsureImport(const std::optional<std::string>
                      static_cast<size_t>(imports->end_line - imports->line + 1),
                      {"imports = [" + Join(quoted, ", ") + "]"}});
   } else {
-    if (default_conf_d) return pristine;
     const TomlValue* ver = doc->Find("version");
     edits.push_back({static_cast<size_t>(ver->end_line), 0, {import_line}});
   }

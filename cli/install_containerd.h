@@ -40,7 +40,8 @@ Result<std::optional<std::string>> StripMarkedBlocks(const std::optional<std::st
 Result<std::string> MergeV2(const std::optional<std::string>& pristine, std::string_view dropin,
                             const std::string& source);
 // The version-3 edit: config.toml whose imports cover `import_path`; nullopt when no config.toml
-// is needed (none exists and containerd >= 2.2 imports conf.d/*.toml by default).
+// is needed (none exists and containerd >= 2.2, whose built-in default imports conf.d/*.toml; an
+// existing config.toml replaces that default, so it gets the import on every version).
 Result<std::optional<std::string>> EnsureImport(const std::optional<std::string>& pristine,
                                                 const std::string& import_path,
                                                 std::optional<ContainerdVersion> version,

@@ -334,12 +334,36 @@ TEST_F(InstallTest, WithoutConfigTomlTheContainerdVersionDecides) {
   EXPECT_TRUE(Has(r.err, "config.toml does not exist")) << r.err;
   EXPECT_TRUE(Has(r.err, "--containerd-version")) << r.err;
 
-  // 2.2 imports conf.d/*.toml by default: no config.toml is needed.
+  // 2.2 imports conf.d/*.toml by default when there is no config.toml: none is needed.
   r = Install("--containerd-version v2.2.0");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_FALSE(PathExists(Config()));
   EXPECT_TRUE(PathExists(root_ + "/etc/containerd/conf.d/50-vfio-gpu.toml"));
   ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
+
+  // An existing config.toml replaces 2.2's built-in default imports, so even on 2.2 it must
+  // import the drop-in (containerd loads only what the imports of the files it loads name): one
+  // without `imports`, and an empty one.
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV3));
+  r = Install("--containerd-version v2.2.0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, "updated    /etc/containerd/config.toml")) << r.out;
+  EXPECT_TRUE(Has(*ReadFile(Config()),
+                  "version = 3\n# >>> vfio-gpu: added by `vfio-gpu install`, removed by `vfio-gpu "
+                  "uninstall`\nimports = [\"/etc/containerd/conf.d/50-vfio-gpu.toml\"]\n"))
+      << *ReadFile(Config());
+  ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
+  EXPECT_EQ(*ReadFile(Config()), kConfigV3);
+  ASSERT_TRUE(WriteFileAtomic(Config(), ""));
+  r = Install("--containerd-version 2.3.0");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(Has(*ReadFile(Config()),
+                  "version = 3\nimports = "
+                  "[\"/etc/containerd/conf.d/50-vfio-gpu.toml\"]\n"))
+      << *ReadFile(Config());
+  ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
+  EXPECT_EQ(*ReadFile(Config()), "");
+  ASSERT_TRUE(RemoveFile(Config()));
 
   // 1.7: a minimal config.toml of ours, which uninstall removes again.
   r = Install("--containerd-version 1.7.27");
