@@ -67,7 +67,16 @@ int Doctor(Args& args) {
   auto sysfs = args.Value("sysfs-root");
   auto dev = args.Value("dev-root");
   auto config_path = args.Value("config");
+  auto version = args.Value("containerd-version");
   if (auto bad = args.Leftover()) return UsageError("doctor", *bad);
+  RuntimeCheckOptions runtime;
+  if (version) {
+    runtime.containerd_version = ParseContainerdVersion(*version);
+    if (!runtime.containerd_version)
+      return UsageError("doctor", "--containerd-version \"" + *version +
+                                      "\" is not a version like 1.7.27 or 2.1.4 (see `containerd "
+                                      "--version`)");
+  }
   NodeConfig config;
   if (config_path) {
     auto c = ReadNodeConfig(*config_path);
@@ -86,8 +95,11 @@ int Doctor(Args& args) {
                       "sysfs root " + config.roots.sysfs +
                           " is not a directory; pass --sysfs-root DIR or --host-root DIR");
   auto checks = HostChecks(config);
+  runtime.root = root;
+  runtime.cdi_dir = config.cdi_dir;
+  runtime.needs_cdi = config.allocate_strategy != AllocateStrategy::kDeviceSpecs;
   if (host_root || (!sysfs && !dev))
-    for (auto& c : RuntimeChecks(root, config.cdi_dir)) checks.push_back(std::move(c));
+    for (auto& c : RuntimeChecks(runtime)) checks.push_back(std::move(c));
   int failed = 0;
   for (const auto& c : checks) {
     if (c.ok) {

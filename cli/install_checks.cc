@@ -1,10 +1,13 @@
 #include "cli/install_checks.h"
 
+#include <glob.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
+#include <set>
 
 #include "cdi/spec.h"
 #include "cli/install_paths.h"
@@ -27,34 +30,208 @@ struct RuntimeEntry {
   bool default_defined = false;
 };
 
-// config.toml, then conf.d/*.toml in name order (what containerd >= 2.2 imports by default).
-std::vector<std::string> ContainerdFiles(const std::string& root) {
-  std::vector<std::string> files = {kContainerdConfig};
-  if (auto names = ListDir(UnderRoot(root, kContainerdConfDir)))
-    for (const auto& n : *names)
-      if (EndsWith(n, ".toml")) files.push_back(std::string(kContainerdConfDir) + "/" + n);
-  return files;
+struct LoadedFile {
+  std::string path;  // host path
+  TomlValue doc;
+};
+
+// What containerd reads: config.toml, then, breadth first, the files the `imports` of each file it
+// read name (relative entries against that file's directory, `*` entries globbed in name order),
+// each once, as its LoadConfig does. Without a config.toml it runs on its built-in defaults, whose
+// imports are conf.d/*.toml from 2.2 on (containerd#12323) and nothing before. An existing
+// config.toml replaces those defaults, so a conf.d file it does not import is never read, on any
+// version.
+struct ContainerdView {
+  bool has_config = false;
+  int layout = 0;  // config version: 2 (containerd 1.x), 3 (2.x), 0 unknown
+  std::vector<LoadedFile> loaded;
+};
+
+bool AtLeast22(const std::optional<ContainerdVersion>& v) {
+  return v && (v->major > 2 || (v->major == 2 && v->minor >= 2));
 }
 
-void CheckContainerd(const std::string& root, std::vector<DoctorCheck>& out,
-                     std::optional<RuntimeEntry>& entry) {
-  for (const auto& file : ContainerdFiles(root)) {
+std::vector<std::string> ResolveImport(const std::string& root, const std::string& importer,
+                                       const std::string& entry) {
+  std::string path = StartsWith(entry, "/") ? entry : Dirname(importer) + "/" + entry;
+  if (path.find('*') == std::string::npos) return {path};
+  std::string prefix = UnderRoot(root, "");
+  std::vector<std::string> out;
+  glob_t g{};
+  if (::glob(UnderRoot(root, path).c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i)
+      out.push_back(std::string(g.gl_pathv[i]).substr(prefix.size()));
+  ::globfree(&g);
+  return out;  // glob(3) sorts, as Go's filepath.Glob does
+}
+
+ContainerdView LoadContainerd(const std::string& root,
+                              const std::optional<ContainerdVersion>& version,
+                              std::vector<DoctorCheck>& out) {
+  ContainerdView view;
+  std::vector<std::string> pending;
+  view.has_config = PathExists(UnderRoot(root, kContainerdConfig));
+  if (view.has_config) {
+    pending.push_back(kContainerdConfig);
+  } else {
+    if (version) view.layout = version->major >= 2 ? 3 : 2;
+    if (AtLeast22(version))
+      pending = ResolveImport(root, kContainerdConfig, std::string(kContainerdConfDir) + "/*.toml");
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const std::string file = pending[i];
+    if (!seen.insert(file).second) continue;
     auto text = ReadFile(UnderRoot(root, file));
-    if (!text) continue;
+    if (!text) {
+      if (file != kContainerdConfig)
+        out.push_back({false, "containerd import " + file + " exists",
+                       "an imports entry names it but it cannot be read (" +
+                           text.error().message() +
+                           "); containerd will not start: create it or remove the entry"});
+      continue;
+    }
     auto doc = ParseToml(*text, file);
     if (!doc) {
       out.push_back({false, "containerd config " + file + " parses",
                      doc.error().message() + "; containerd will not start with it: fix it"});
       continue;
     }
+    if (file == kContainerdConfig) {
+      const TomlValue* v = doc->Find("version");
+      if (v && v->type == TomlValue::Type::kInt && (v->integer == 2 || v->integer == 3))
+        view.layout = static_cast<int>(v->integer);
+    }
+    if (const TomlValue* imports = doc->Find("imports"))
+      for (const auto& entry : imports->Strings())
+        for (auto& p : ResolveImport(root, file, entry)) pending.push_back(std::move(p));
+    view.loaded.push_back({file, std::move(*doc)});
+  }
+  return view;
+}
+
+bool DefinesOurRuntime(const TomlValue& doc) {
+  for (const char* cri : {kCriPluginV2, kCriPluginV3})
+    for (const char* name : kRuntimeNames)
+      if (doc.Find({"plugins", cri, "containerd", "runtimes", name})) return true;
+  return false;
+}
+
+// conf.d files of ours (our drop-in, or defining a vfio-gpu runtime) that containerd never reads.
+std::vector<std::string> CheckConfD(const std::string& root, const ContainerdView& view,
+                                    const std::optional<ContainerdVersion>& version,
+                                    std::vector<DoctorCheck>& out) {
+  std::vector<std::string> unread;
+  auto names = ListDir(UnderRoot(root, kContainerdConfDir));
+  if (!names) return unread;
+  for (const auto& n : *names) {
+    if (!EndsWith(n, ".toml")) continue;
+    std::string file = std::string(kContainerdConfDir) + "/" + n;
+    bool read = std::any_of(view.loaded.begin(), view.loaded.end(),
+                            [&](const LoadedFile& f) { return f.path == file; });
+    auto text = ReadFile(UnderRoot(root, file));
+    auto doc = text ? ParseToml(*text, file) : Result<TomlValue>(text.error());
+    bool ours = file == kContainerdDropIn || (doc && DefinesOurRuntime(*doc));
+    if (!ours) continue;
+    std::string what = "containerd reads " + file;
+    if (read) {
+      out.push_back({true, what, ""});
+      continue;
+    }
+    unread.push_back(file);
+    std::string add = std::string("add it to `imports` in ") + kContainerdConfig +
+                      " (imports = [\"" + kContainerdConfDir +
+                      "/*.toml\"] covers every drop-in there) and restart containerd; `vfio-gpu "
+                      "install --host-root /` adds the entry";
+    std::string fix;
+    if (view.layout == 2) {
+      fix = (view.has_config ? std::string("no `imports` entry of ") + kContainerdConfig +
+                                   " reaches it, and that file is config version 2"
+                             : std::string("there is no ") + kContainerdConfig) +
+            " (containerd 1.x), where vfio-gpu's runtimes belong in config.toml itself (an "
+            "imported file's CRI tables would replace config.toml's whole CRI section): remove " +
+            file + " and run `vfio-gpu install --host-root /" +
+            (view.has_config ? "" : " --containerd-version X") + "`, which merges them there";
+    } else if (view.has_config) {
+      fix = std::string("no `imports` entry of ") + kContainerdConfig +
+            " reaches it, so containerd never reads it (it reads config.toml and what `imports` "
+            "names; 2.2's default import of conf.d/*.toml applies only when there is no "
+            "config.toml): " +
+            add;
+    } else if (version) {
+      fix = std::string("there is no ") + kContainerdConfig + ", and containerd " +
+            std::to_string(version->major) + "." + std::to_string(version->minor) +
+            " reads conf.d/ only through one (2.2 and later import conf.d/*.toml by default): "
+            "create it with version = 3 and imports = [\"" +
+            kContainerdConfDir +
+            "/*.toml\"] and restart containerd; `vfio-gpu install --host-root / "
+            "--containerd-version X` writes it";
+    } else {
+      fix = std::string("there is no ") + kContainerdConfig +
+            ", and only containerd 2.2 and later read conf.d/*.toml without one: on 2.2 or later "
+            "pass --containerd-version (the output of `containerd --version`) to say so; on "
+            "2.0/2.1 create it with version = 3 and imports = [\"" +
+            kContainerdConfDir +
+            "/*.toml\"] and restart containerd (`vfio-gpu install --host-root / "
+            "--containerd-version X` writes it)";
+    }
+    out.push_back({false, what, fix});
+  }
+  return unread;
+}
+
+// The CRI plugin resolves the CDI names the device plugin allocates only with enable_cdi. 1.x
+// (version 2) replaces a plugin's whole section with the last file read that has it, and its
+// default is false (1.7; 1.6 knows no CDI at all). 2.x merges the files key by key in the order it
+// reads them, so the last file that sets the key decides, and its default is true.
+void CheckCdi(const ContainerdView& view, std::vector<DoctorCheck>& out) {
+  if (view.layout != 2 && view.layout != 3) return;
+  const char* cri = view.layout == 2 ? kCriPluginV2 : kCriPluginV3;
+  const LoadedFile* from = nullptr;  // the file that decides
+  const TomlValue* value = nullptr;
+  for (const auto& f : view.loaded) {
+    const TomlValue* v = f.doc.Find({"plugins", cri, "enable_cdi"});
+    // 1.x: a file with the section replaces it whole, whether it sets the key or not.
+    if (view.layout == 2 ? f.doc.Find({"plugins", cri}) != nullptr : v != nullptr) {
+      from = &f;
+      value = v;
+    }
+  }
+  bool set = value && value->type == TomlValue::Type::kBool;
+  bool on = set ? value->boolean : view.layout == 3;
+  std::string table = std::string("[plugins.\"") + cri + "\"]";
+  std::string where = from ? from->path : std::string(kContainerdConfig);
+  std::string what = "containerd CDI on: enable_cdi in " + table + " (" +
+                     (value ? std::string(on ? "true" : "false") + " in " + where + ":" +
+                                  std::to_string(value->line)
+                            : std::string(view.layout == 2 ? "not set: containerd 1.7's default, "
+                                                             "false"
+                                                           : "not set: containerd 2.x's default, "
+                                                             "true")) +
+                     ")";
+  out.push_back({on, what,
+                 "containerd cannot resolve the CDI devices the device plugin allocates, so GPU "
+                 "containers fail to start: set enable_cdi = true in " +
+                     table + " of " + where +
+                     " and restart containerd (`vfio-gpu install --host-root /` sets it)" +
+                     (view.layout == 2 ? "; containerd 1.6 has no CDI: run the plugin with "
+                                         "allocate_strategy \"device-specs\" there"
+                                       : "")});
+}
+
+void CheckContainerd(const std::string& root, const std::optional<ContainerdVersion>& version,
+                     bool needs_cdi, std::vector<DoctorCheck>& out,
+                     std::optional<RuntimeEntry>& entry) {
+  ContainerdView view = LoadContainerd(root, version, out);
+  for (const auto& f : view.loaded) {
     for (const char* cri : {kCriPluginV2, kCriPluginV3}) {
-      const TomlValue* r = doc->Find({"plugins", cri, "containerd", "runtimes", kRuntimeName});
+      const TomlValue* r = f.doc.Find({"plugins", cri, "containerd", "runtimes", kRuntimeName});
       if (!r || entry) continue;
-      RuntimeEntry e{file, "", "", "", false};
+      RuntimeEntry e{f.path, "", "", "", false};
       if (const TomlValue* t = r->Find("runtime_type")) e.type = t->str;
       if (const TomlValue* c = r->Find({"options", "ConfigPath"})) e.config_path = c->str;
       if (std::string(cri) == kCriPluginV2) {
-        const TomlValue* containerd = doc->Find({"plugins", cri, "containerd"});
+        const TomlValue* containerd = f.doc.Find({"plugins", cri, "containerd"});
         const TomlValue* name = containerd->Find("default_runtime_name");
         e.default_runtime = name && name->IsString() ? name->str : "runc";
         const TomlValue* runtimes = containerd->Find("runtimes");
@@ -63,12 +240,15 @@ void CheckContainerd(const std::string& root, std::vector<DoctorCheck>& out,
       entry = e;
     }
   }
+  std::vector<std::string> unread = CheckConfD(root, view, version, out);
   std::string what =
       std::string("containerd runtime ") + kRuntimeName + " with runtime_type " + kRuntimeType;
   if (!entry) {
     out.push_back({false, what,
-                   std::string("no containerd config under ") + kContainerdConfig + " or " +
-                       kContainerdConfDir + "/ defines it; " + kInstallFix});
+                   unread.empty() ? std::string("no containerd config under ") + kContainerdConfig +
+                                        " or " + kContainerdConfDir + "/ defines it; " + kInstallFix
+                                  : "no file containerd reads defines it; " + Join(unread, ", ") +
+                                        " does, but containerd does not read it (see that check)"});
   } else if (entry->type != kRuntimeType) {
     out.push_back({false, what + " (" + entry->file + ")",
                    "its runtime_type is \"" + entry->type + "\"; set \"" + kRuntimeType +
@@ -84,6 +264,7 @@ void CheckContainerd(const std::string& root, std::vector<DoctorCheck>& out,
          "containerd 1.x keeps only the runtimes this file names, so its CRI plugin does not "
          "load (\"no corresponding runtime configured\") and the kubelet has no runtime; run "
          "`vfio-gpu install --host-root /` again (it adds runc's entry) and restart containerd"});
+  if (needs_cdi) CheckCdi(view, out);
 }
 
 void CheckShim(const std::string& root, std::vector<DoctorCheck>& out) {
@@ -163,10 +344,12 @@ void CheckKata(const std::string& root, const std::optional<RuntimeEntry>& entry
 
 }  // namespace
 
-std::vector<DoctorCheck> RuntimeChecks(const std::string& root, const std::string& cdi_dir) {
+std::vector<DoctorCheck> RuntimeChecks(const RuntimeCheckOptions& o) {
+  const std::string& root = o.root;
+  const std::string& cdi_dir = o.cdi_dir;
   std::vector<DoctorCheck> out;
   std::optional<RuntimeEntry> entry;
-  CheckContainerd(root, out, entry);
+  CheckContainerd(root, o.containerd_version, o.needs_cdi, out, entry);
   CheckShim(root, out);
   CheckKata(root, entry, out);
 

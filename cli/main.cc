@@ -28,10 +28,13 @@ constexpr Command kCommands[] = {
 )"},
     {"doctor", vfio_gpu::cli::Doctor,
      R"(doctor [--host-root DIR] [--sysfs-root DIR] [--dev-root DIR] [--config FILE]
+         [--containerd-version X]
         check the node's readiness for GPU passthrough and say what to fix (exit 1 when not ready):
         IOMMU, vfio, the GPUs' groups, and (with --host-root, default / unless only --sysfs-root/
-        --dev-root are given) the containerd runtime, the shim, Kata's configuration, the CDI dir
-        and the kubelet's pod resources socket
+        --dev-root are given) the containerd runtime in the files containerd reads (config.toml
+        and what its imports reach; --containerd-version matters only without a config.toml,
+        where 2.2+ reads conf.d/), enable_cdi, the shim, Kata's configuration, the CDI dir and
+        the kubelet's pod resources socket
 )"},
     {"install", vfio_gpu::cli::Install,
      R"(install --host-root DIR [--dry-run] [--restart-containerd] [--bind-gpus] [--config FILE]

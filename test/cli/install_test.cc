@@ -800,6 +800,190 @@ TEST_F(BindGpusTest, RestartContainerdIsHonouredWhenALaterStepFails) {
   EXPECT_TRUE(Has(r.err, "0000:71:00.0 not bound (REFUSED)")) << r.err;
 }
 
+// containerd reads config.toml and what its `imports` reach (2.2's default conf.d/*.toml import
+// only without a config.toml): a drop-in nothing imports is reported, naming it and the entry to
+// add.
+TEST_F(InstallTest, DoctorReportsAContainerdDropInNoImportReaches) {
+  ASSERT_TRUE(MakeDirs(root_ + "/sys"));
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV3));
+  ASSERT_EQ(Install().code, 0);  // conf.d/50-vfio-gpu.toml and its import
+  std::string dropin = "/etc/containerd/conf.d/50-vfio-gpu.toml";
+  auto doctor = [&](const std::string& extra = "") {
+    return Vfio("doctor --host-root " + root_ + " " + extra);
+  };
+  Outcome r = doctor();
+  for (const char* line : {
+           "ok    containerd reads /etc/containerd/conf.d/50-vfio-gpu.toml\n",
+           "ok    containerd runtime vfio-gpu with runtime_type io.containerd.vfio-gpu.v2 "
+           "(/etc/containerd/conf.d/50-vfio-gpu.toml)\n",
+       })
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+
+  // config.toml without the import (2.2's default does not apply: config.toml exists).
+  std::string no_import = "version = 3\nroot = \"/var/lib/containerd\"\n";
+  ASSERT_TRUE(WriteFileAtomic(Config(), no_import));
+  r = doctor("--containerd-version 2.2.0");
+  EXPECT_EQ(r.code, 1);
+  for (const char* line : {
+           "FAIL  containerd reads /etc/containerd/conf.d/50-vfio-gpu.toml\n      fix: no "
+           "`imports` entry of /etc/containerd/config.toml reaches it, so containerd never reads "
+           "it",
+           "add it to `imports` in /etc/containerd/config.toml (imports = "
+           "[\"/etc/containerd/conf.d/*.toml\"] covers every drop-in there) and restart containerd",
+           "FAIL  containerd runtime vfio-gpu with runtime_type io.containerd.vfio-gpu.v2\n      "
+           "fix: no file containerd reads defines it; /etc/containerd/conf.d/50-vfio-gpu.toml "
+           "does, but containerd does not read it",
+       })
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+  EXPECT_FALSE(Has(r.out, "ok    containerd runtime")) << r.out;
+
+  // An import of another file does not reach it; a relative glob does; a missing file is named.
+  ASSERT_TRUE(WriteFileAtomic(Config(), "version = 3\nimports = [\"/etc/containerd/x.toml\"]\n"));
+  ASSERT_TRUE(WriteFileAtomic(root_ + "/etc/containerd/x.toml", "version = 3\n"));
+  r = doctor();
+  EXPECT_TRUE(Has(r.out, "FAIL  containerd reads " + dropin)) << r.out;
+  ASSERT_TRUE(WriteFileAtomic(Config(), "version = 3\nimports = [\"conf.d/*.toml\"]\n"));
+  r = doctor();
+  EXPECT_TRUE(Has(r.out, "ok    containerd reads " + dropin)) << r.out;
+  EXPECT_TRUE(Has(r.out, "ok    containerd runtime vfio-gpu")) << r.out;
+  ASSERT_TRUE(WriteFileAtomic(Config(),
+                              "version = 3\nimports = [\"/etc/containerd/gone.toml\", "
+                              "\"/etc/containerd/conf.d/50-vfio-gpu.toml\"]\n"));
+  r = doctor();
+  EXPECT_TRUE(Has(r.out, "ok    containerd reads " + dropin)) << r.out;
+  EXPECT_TRUE(Has(r.out,
+                  "FAIL  containerd import /etc/containerd/gone.toml exists\n      fix: "
+                  "an imports entry names it but it cannot be read"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out, "containerd will not start: create it or remove the entry")) << r.out;
+
+  // No config.toml: only containerd 2.2 and later read conf.d/, so the version decides.
+  ASSERT_TRUE(RemoveFile(Config()));
+  r = doctor();
+  EXPECT_TRUE(Has(r.out, "FAIL  containerd reads " + dropin +
+                             "\n      fix: there is no /etc/containerd/config.toml, and only "
+                             "containerd 2.2 and later read conf.d/*.toml without one: on 2.2 or "
+                             "later pass --containerd-version"))
+      << r.out;
+  r = doctor("--containerd-version 2.1.4");
+  EXPECT_TRUE(Has(r.out, "FAIL  containerd reads " + dropin +
+                             "\n      fix: there is no /etc/containerd/config.toml, and containerd "
+                             "2.1 reads conf.d/ only through one"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out,
+                  "create it with version = 3 and imports = "
+                  "[\"/etc/containerd/conf.d/*.toml\"]"))
+      << r.out;
+  r = doctor("--containerd-version v2.2.1");
+  EXPECT_TRUE(Has(r.out, "ok    containerd reads " + dropin)) << r.out;
+  EXPECT_TRUE(Has(r.out, "ok    containerd runtime vfio-gpu")) << r.out;
+  r = doctor("--containerd-version banana");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(Has(r.err, "--containerd-version \"banana\" is not a version")) << r.err;
+}
+
+// The device plugin answers with CDI names, which containerd resolves only with enable_cdi: off by
+// default on containerd 1.7, on by default on 2.x, where the last file read that sets it decides.
+TEST_F(InstallTest, DoctorReportsCdiTurnedOffInContainerd) {
+  ASSERT_TRUE(MakeDirs(root_ + "/sys"));
+  auto doctor = [&](const std::string& extra = "") {
+    return Vfio("doctor --host-root " + root_ + " " + extra);
+  };
+  // 1.7, a config.toml that names our runtime (by hand) but leaves enable_cdi at its default.
+  std::string v2 =
+      "version = 2\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.vfio-gpu]\n"
+      "  runtime_type = \"io.containerd.vfio-gpu.v2\"\n"
+      "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n"
+      "  runtime_type = \"io.containerd.runc.v2\"\n";
+  ASSERT_TRUE(WriteFileAtomic(Config(), v2));
+  Outcome r = doctor();
+  EXPECT_EQ(r.code, 1);
+  for (const char* line : {
+           "FAIL  containerd CDI on: enable_cdi in [plugins.\"io.containerd.grpc.v1.cri\"] (not "
+           "set: containerd 1.7's default, false)\n      fix: containerd cannot resolve the CDI "
+           "devices the device plugin allocates, so GPU containers fail to start: set enable_cdi = "
+           "true in [plugins.\"io.containerd.grpc.v1.cri\"] of /etc/containerd/config.toml and "
+           "restart containerd (`vfio-gpu install --host-root /` sets it)",
+           "containerd 1.6 has no CDI: run the plugin with allocate_strategy \"device-specs\" "
+           "there",
+       })
+    EXPECT_TRUE(Has(r.out, line)) << line << "\n" << r.out;
+  // Set to false: named with its line.
+  ASSERT_TRUE(WriteFileAtomic(
+      Config(), v2 + "[plugins.\"io.containerd.grpc.v1.cri\"]\n  enable_cdi = false\n"));
+  r = doctor();
+  EXPECT_TRUE(Has(r.out,
+                  "FAIL  containerd CDI on: enable_cdi in [plugins.\"io.containerd.grpc.v1.cri\"] "
+                  "(false in /etc/containerd/config.toml:7)\n"))
+      << r.out;
+  // A plugin that does not use CDI (device-specs) does not need it.
+  ASSERT_TRUE(WriteFileAtomic(tmp_ / "ds.json", R"({"allocate_strategy": "device-specs"})"));
+  r = doctor("--config " + tmp_ / "ds.json");
+  EXPECT_FALSE(Has(r.out, "containerd CDI")) << r.out;
+  // install turns it on (the abridged 1.7 config sets it false): doctor agrees.
+  ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
+  r = doctor();
+  EXPECT_TRUE(Has(r.out, "FAIL  containerd CDI on")) << r.out;
+  ASSERT_EQ(Install().code, 0);
+  r = doctor();
+  EXPECT_TRUE(Has(r.out,
+                  "ok    containerd CDI on: enable_cdi in [plugins.\"io.containerd.grpc.v1.cri\"] "
+                  "(true in /etc/containerd/config.toml:"))
+      << r.out;
+  ASSERT_EQ(Vfio("uninstall --host-root " + root_).code, 0);
+
+  // 2.x: a false in the only file that sets it.
+  std::string v3 =
+      "version = 3\n"
+      "[plugins.\"io.containerd.cri.v1.runtime\"]\n"
+      "  enable_cdi = false\n"
+      "[plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.vfio-gpu]\n"
+      "  runtime_type = \"io.containerd.vfio-gpu.v2\"\n";
+  ASSERT_TRUE(WriteFileAtomic(Config(), v3));
+  r = doctor();
+  EXPECT_TRUE(
+      Has(r.out,
+          "FAIL  containerd CDI on: enable_cdi in [plugins.\"io.containerd.cri.v1.runtime\"] "
+          "(false in /etc/containerd/config.toml:3)\n      fix: containerd cannot resolve "
+          "the CDI devices"))
+      << r.out;
+  // Our drop-in, read after config.toml, turns it back on...
+  ASSERT_TRUE(WriteFileAtomic(Config(),
+                              "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\"]\n"
+                              "  enable_cdi = false\n"));
+  ASSERT_EQ(Install().code, 0);
+  r = doctor();
+  EXPECT_TRUE(
+      Has(r.out,
+          "ok    containerd CDI on: enable_cdi in [plugins.\"io.containerd.cri.v1.runtime\"] "
+          "(true in /etc/containerd/conf.d/50-vfio-gpu.toml:"))
+      << r.out;
+  // ... and an operator's drop-in read after ours turns it off again.
+  ASSERT_TRUE(WriteFileAtomic(root_ + "/etc/containerd/conf.d/60-local.toml",
+                              "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\"]\n"
+                              "  enable_cdi = false\n"));
+  ASSERT_TRUE(WriteFileAtomic(Config(), "version = 3\nimports = [\"conf.d/*.toml\"]\n"));
+  r = doctor();
+  EXPECT_TRUE(
+      Has(r.out,
+          "FAIL  containerd CDI on: enable_cdi in [plugins.\"io.containerd.cri.v1.runtime\"] "
+          "(false in /etc/containerd/conf.d/60-local.toml:3)\n      fix: containerd cannot "
+          "resolve the CDI devices the device plugin allocates, so GPU containers fail to "
+          "start: set enable_cdi = true in [plugins.\"io.containerd.cri.v1.runtime\"] of "
+          "/etc/containerd/conf.d/60-local.toml and restart containerd"))
+      << r.out;
+  // Not set anywhere: 2.x's default is on.
+  ASSERT_TRUE(RemoveFile(root_ + "/etc/containerd/conf.d/60-local.toml"));
+  ASSERT_TRUE(RemoveFile(root_ + "/etc/containerd/conf.d/50-vfio-gpu.toml"));
+  r = doctor();
+  EXPECT_TRUE(
+      Has(r.out,
+          "ok    containerd CDI on: enable_cdi in [plugins.\"io.containerd.cri.v1.runtime\"] "
+          "(not set: containerd 2.x's default, true)"))
+      << r.out;
+}
+
 // doctor --host-root on a host that install prepared, then broken one piece at a time.
 TEST_F(InstallTest, DoctorOnAGoodAndABrokenHostRoot) {
   FakeHost host(root_);
