@@ -211,6 +211,9 @@ void FakeKubelet::ReadListAndWatch(const std::shared_ptr<Endpoint>& endpoint) {
       endpoint->stub->ListAndWatch(&endpoint->list_and_watch, v1beta1::Empty());
   v1beta1::ListAndWatchResponse response;
   while (reader->Read(&response)) {
+    if (options_.on_update)
+      options_.on_update(endpoint->request.resource_name(),
+                         DeviceList(response.devices().begin(), response.devices().end()));
     {
       std::lock_guard lock(mu_);
       endpoint->devices.assign(response.devices().begin(), response.devices().end());

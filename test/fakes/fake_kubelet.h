@@ -44,6 +44,10 @@ class FakeKubelet {
     std::chrono::milliseconds plugin_dial_timeout{5000};
     // Delete every socket file in the directory on Start(), as a starting kubelet does.
     bool cleanup_sockets_on_start = true;
+    // Called on the reader thread the moment a ListAndWatch update arrives, before it is stored:
+    // what the node may do with a device from then on (allocate it, hand it to the runtime) can be
+    // checked against the host at exactly that moment.
+    std::function<void(const std::string& resource, const DeviceList& devices)> on_update;
   };
 
   // `dir` is the device plugin directory (created if missing). Nothing is served until Start().

@@ -139,6 +139,11 @@ grpc::Status FakePodResources::Get(const v1::GetPodResourcesRequest& request,
                                    v1::GetPodResourcesResponse* response) {
   std::lock_guard lock(mu_);
   ++calls_["Get"];
+  if (get_mode_ == GetMode::kGateOff)
+    return grpc::Status(grpc::StatusCode::UNKNOWN, "PodResources API Get method disabled");
+  if (get_mode_ == GetMode::kUnimplemented)
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        "unknown method Get for service v1.PodResourcesLister");
   for (const FakePod& pod : pods_) {
     if (pod.ns == request.pod_namespace() && pod.name == request.pod_name()) {
       *response->mutable_pod_resources() = ToProto(pod);
@@ -148,6 +153,11 @@ grpc::Status FakePodResources::Get(const v1::GetPodResourcesRequest& request,
   // The kubelet's words for it.
   return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod " + request.pod_name() + " in namespace " +
                                                        request.pod_namespace() + " not found");
+}
+
+void FakePodResources::SetGetMode(GetMode mode) {
+  std::lock_guard lock(mu_);
+  get_mode_ = mode;
 }
 
 }  // namespace vfio_gpu::fakes

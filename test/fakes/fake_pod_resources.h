@@ -69,6 +69,12 @@ class FakePodResources {
   // Calls served so far, by method name ("List", "GetAllocatableResources", "Get").
   int CallCount(const std::string& method) const;
 
+  // How Get answers, as kubelets in the field do: served (1.34+, or the KubeletPodResourcesGet
+  // gate on), gate off (an error the kubelet builds with fmt.Errorf, so gRPC's UNKNOWN with
+  // "PodResources API Get method disabled"), or a kubelet from before Get existed (UNIMPLEMENTED).
+  enum class GetMode { kServed, kGateOff, kUnimplemented };
+  void SetGetMode(GetMode mode);
+
  private:
   class Service;
 
@@ -87,6 +93,7 @@ class FakePodResources {
   std::vector<FakePod> pods_;
   std::vector<FakeDevices> allocatable_;
   std::map<std::string, int> calls_;
+  GetMode get_mode_ = GetMode::kServed;
 };
 
 }  // namespace vfio_gpu::fakes

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 
 #include "common/files.h"
 #include "hostmodel/fake_host.h"
@@ -335,6 +336,40 @@ TEST_F(DaemonTest, PublishesItsSelectionAndResourcesForTheShim) {
   EXPECT_EQ((*pub)->resources, std::vector<std::string>{a10});
   EXPECT_EQ((*pub)->selection.naming, ResourceNaming::kPerModel);
   EXPECT_EQ((*pub)->selection.deny, std::vector<std::string>{"0000:ca:00.0"});
+}
+
+// Kata resolves <resource>=<device ID> through the CDI spec as soon as the kubelet can allocate the
+// device: at the moment each ListAndWatch update arrives, every Healthy device in it must already
+// be in the spec on disk, including a unit that appears later.
+TEST_F(DaemonTest, CdiSpecIsOnDiskBeforeEachDeviceIsAdvertised) {
+  ASSERT_TRUE(BuildSeedA10Host(*host_).ok());
+  std::mutex mu;
+  std::vector<std::string> missing;
+  int updates = 0;
+  FakeKubelet::Options o;
+  o.on_update = [&](const std::string& resource, const DeviceList& devices) {
+    auto spec = ReadFile(config_.cdi_dir + "/vfio-gpu-nvidia.com-pgpu.json");
+    std::lock_guard lk(mu);
+    ++updates;
+    for (const auto& d : devices)
+      if (d.health() == "Healthy" &&
+          (!spec.ok() || spec->find("\"" + d.id() + "\"") == std::string::npos))
+        missing.push_back(resource + "=" + d.id());
+  };
+  kubelet_ = std::make_unique<FakeKubelet>(config_.kubelet_dir, o);
+  ASSERT_TRUE(kubelet_->Start().ok());
+  StartDaemon();
+  WaitHealth("0000:ca:00.0", "Healthy");
+  FakeDevice gpu;
+  gpu.bdf = "0000:e1:00.0";
+  gpu.parent = "pci0000:e0";
+  gpu.iommu_group = 200;
+  gpu.numa_node = 1;
+  ASSERT_TRUE(host_->Add(gpu).ok());  // its group node appears: inotify
+  WaitHealth("0000:e1:00.0", "Healthy");
+  std::lock_guard lk(mu);
+  EXPECT_GE(updates, 2);
+  EXPECT_TRUE(missing.empty()) << "advertised before its CDI spec: " << missing.front();
 }
 
 TEST_F(DaemonTest, GroupNodeRemovedAndBack) {

@@ -94,6 +94,10 @@ TEST(Preferred, RootComplexBreaksTiesBetweenSwitches) {
   EXPECT_EQ(got, (std::vector<std::string>{"b", "a"}));
   got = PreferredAllocation(r, AllIds(r), {"c"}, 2);
   EXPECT_EQ(got, (std::vector<std::string>{"c", "a"}));
+  // The discriminating case: with "a" given, "b" comes first by ID but sits under another root
+  // complex; "c" shares a's, so peer-to-peer between them stays inside one complex.
+  got = PreferredAllocation(r, AllIds(r), {"a"}, 2);
+  EXPECT_EQ(got, (std::vector<std::string>{"a", "c"}));
 }
 
 TEST(Preferred, NoNumaIsItsOwnDomainAndDeterministic) {

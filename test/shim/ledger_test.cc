@@ -2,8 +2,10 @@
 // claim after a claimant is killed mid-write, stale claims reclaimed.
 #include "shim-hooks/ledger.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -154,6 +156,28 @@ TEST(Ledger, LiveClaimIsKeptStaleClaimIsReclaimedReleaseFreesOnlyItsSandbox) {
   ASSERT_TRUE(released.ok());
   EXPECT_EQ(*released, std::vector<std::string>{"0000:31:00.0"});
   EXPECT_EQ(l.Load()->at("0000:17:00.0").sandbox_id, "sb2");
+}
+
+// Another start holding the ledger past the timeout is transient: the message says so, the kubelet
+// retries, and nothing was claimed. Once the lock is free the same claim goes through.
+TEST(Ledger, LockHeldTooLongIsTransientAndClaimsNothing) {
+  testing::TempDir t;
+  Ledger ledger(t.path() + "/ledger");
+  ledger.lock_timeout_ms = 50;
+  ASSERT_TRUE(MakeDirs(ledger.dir()).ok());
+  int held = ::open((ledger.dir() + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  auto s = ledger.ClaimAll({Claim("0000:17:00.0", "sb", t.path())});
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().kind(), ErrorKind::kTransient);
+  EXPECT_NE(s.error().message().find("stayed locked for 50 ms"), std::string::npos)
+      << s.error().message();
+  EXPECT_NE(s.error().message().find("transient"), std::string::npos) << s.error().message();
+  EXPECT_FALSE(PathExists(ledger.ClaimPath("0000:17:00.0")));
+  ::close(held);
+  EXPECT_TRUE(ledger.ClaimAll({Claim("0000:17:00.0", "sb", t.path())}).ok());
+  EXPECT_TRUE(PathExists(ledger.ClaimPath("0000:17:00.0")));
 }
 
 TEST(Ledger, ProcessLiveness) {

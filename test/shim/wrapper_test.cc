@@ -135,6 +135,41 @@ TEST_F(WrapperTest, SandboxOnANonGpuConfigAsksAndIsRefusedOnlyWithGpus) {
   EXPECT_EQ(Calls(), 2);
 }
 
+// With runtime_switch_config (Kata <= 3.32 honours io.katacontainers.config_path), a GPU pod's
+// sandbox headed for Cloud Hypervisor is switched to the QEMU GPU configuration instead of refused;
+// a tenant's own config_path annotation never survives, and a pod without GPUs is left alone.
+TEST_F(WrapperTest, RuntimeSwitchWritesTheGpuConfigIntoTheSandboxSpec) {
+  cfg_.kata_config_path = tmp_.path() + "/clh.toml";
+  cfg_.runtime_switch_config = tmp_.path() + "/gpu.toml";
+  const std::string tenant = R"("io.katacontainers.config_path":"/tmp/evil.toml",)";
+  StartOutcome none = Start(SandboxSpec("[]", tenant), "5f1c");
+  ASSERT_FALSE(none.refused) << none.message;
+  EXPECT_EQ(Written().annotations.count("io.katacontainers.config_path"), 0u);
+  Answer({"0000:17:00.0"});
+  StartOutcome gpu = Start(SandboxSpec("[]", tenant), "5f1c");
+  ASSERT_FALSE(gpu.refused) << gpu.message;
+  EXPECT_EQ(Written().annotations["io.katacontainers.config_path"], tmp_.path() + "/gpu.toml");
+}
+
+// CRI-O's sandbox spec: the same classification and the same runtime check as containerd's.
+TEST_F(WrapperTest, CrioSandboxIsClassifiedAndChecked) {
+  cfg_.kata_config_path = tmp_.path() + "/clh.toml";
+  Answer({"0000:17:00.0"});
+  std::string crio =
+      R"({"ociVersion":"1.0.2","process":{"args":["/pause"],"cwd":"/"},)"
+      R"("root":{"path":"rootfs"},"annotations":{)"
+      R"("io.kubernetes.cri-o.ContainerType":"sandbox",)"
+      R"("io.kubernetes.cri-o.SandboxID":"c0ffee",)"
+      R"("io.kubernetes.cri-o.KubeName":"train-0",)"
+      R"("io.kubernetes.cri-o.Namespace":"tenant-a",)"
+      R"("io.kubernetes.pod.name":"train-0","io.kubernetes.pod.namespace":"tenant-a"},)"
+      R"("linux":{"devices":[]}})";
+  StartOutcome o = Start(crio, "c0ffee");
+  ASSERT_TRUE(o.refused);
+  EXPECT_NE(o.message.find("RuntimeClass kata-qemu-vfio-gpu"), std::string::npos) << o.message;
+  EXPECT_EQ(Calls(), 1);
+}
+
 TEST_F(WrapperTest, ContainerNamingAGpuIsAuthorizedThroughTheKubelet) {
   Answer({"0000:31:00.0"});
   StartOutcome o = Start(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]"), "c1");
