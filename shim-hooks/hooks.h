@@ -166,6 +166,7 @@ struct ClaimView {
   std::optional<DevNum> node;
   bool stale = false;          // its sandbox is gone (the shell checked bundle and process)
   std::string authorized_pod;  // "ns/name" when claimed after the kubelet's allocation was checked
+  std::string unit;            // the unit the BDF was claimed for
 };
 using LedgerView = std::map<std::string, ClaimView>;  // BDF -> claim
 
@@ -212,10 +213,12 @@ struct RuntimeResult {
   std::optional<std::string> switch_to;  // config path written to io.katacontainers.config_path
 };
 
-// A sandbox (or plain run) with GPUs must head for a QEMU configuration with VFIO ports.
-// `target` is the configuration runtime_switch_config names, when set and readable.
-RuntimeResult CheckRuntime(const SpecIdentity& id, bool has_gpus, const KataConfigView& kata,
-                           const std::optional<KataConfigView>& target, const ShimConfig& cfg);
+// A sandbox (or plain run) with GPUs must head for a QEMU configuration with VFIO ports. `gpus`
+// are the sandbox's GPUs (BDFs or unit IDs; empty: none), named in its decisions. `target` is the
+// configuration runtime_switch_config names, when set and readable.
+RuntimeResult CheckRuntime(const SpecIdentity& id, const std::vector<std::string>& gpus,
+                           const KataConfigView& kata, const std::optional<KataConfigView>& target,
+                           const ShimConfig& cfg);
 void ApplyRuntimeSwitch(OciSpec& spec, const std::string& config_path);
 
 }  // namespace vfio_gpu

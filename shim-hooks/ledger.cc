@@ -153,6 +153,7 @@ Result<LedgerView> Ledger::Load() const {
     } else {
       v.sandbox_id = c->sandbox_id;
       v.authorized_pod = c->authorized_pod;
+      v.unit = c->unit;
       v.bundle = c->bundle;
       v.pid = c->pid;
       v.group = c->group;

@@ -25,22 +25,19 @@ std::string KataConfigView::Describe() const {
          (hot_plug_vfio.empty() ? "no-port" : hot_plug_vfio) + "\")";
 }
 
-RuntimeResult CheckRuntime(const SpecIdentity& id, bool has_gpus, const KataConfigView& kata,
-                           const std::optional<KataConfigView>& target, const ShimConfig& cfg) {
+RuntimeResult CheckRuntime(const SpecIdentity& id, const std::vector<std::string>& gpus,
+                           const KataConfigView& kata, const std::optional<KataConfigView>& target,
+                           const ShimConfig& cfg) {
   RuntimeResult out;
-  if (id.role == SpecRole::kContainer || !has_gpus) return out;  // the sandbox decided the VM
+  if (id.role == SpecRole::kContainer || gpus.empty()) return out;  // the sandbox decided the VM
   if (kata.GpuCapable()) {
     out.result.decisions.push_back(
-        {"runtime", "kept", {}, -1, "", "GPU-capable: " + kata.path, false});
+        {"runtime", "kept", gpus, -1, "", "GPU-capable: " + kata.path, false});
     return out;
   }
   if (target && target->GpuCapable()) {
     out.switch_to = target->path;
-    out.result.decisions.push_back({"runtime",
-                                    "switched",
-                                    {},
-                                    -1,
-                                    "",
+    out.result.decisions.push_back({"runtime", "switched", gpus, -1, "",
                                     kata.Describe() + "; switched to " + target->path +
                                         " through " + kKataConfigPathAnnotation,
                                     false});
@@ -53,7 +50,7 @@ RuntimeResult CheckRuntime(const SpecIdentity& id, bool has_gpus, const KataConf
       " (Kata QEMU GPU configuration with cold_plug_vfio = \"root-port\")";
   if (target)
     msg += "; the configured runtime_switch_config is not usable either: " + target->Describe();
-  out.result.decisions.push_back({"runtime", "refused", {}, -1, "", msg, false});
+  out.result.decisions.push_back({"runtime", "refused", gpus, -1, "", msg, false});
   out.result.refusal = Refusal{msg, ErrorKind::kInvalid, {}};
   return out;
 }

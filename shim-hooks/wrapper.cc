@@ -173,9 +173,26 @@ StartOutcome Refuse(DecisionLog& log, const Refusal& r, const ShimConfig& cfg) {
   return o;
 }
 
-StartOutcome RefuseError(DecisionLog& log, const Error& e, const ShimConfig& cfg) {
+// A refusal that comes from an error rather than a hook's verdict (the kubelet unreachable, the
+// ledger busy, sysfs unreadable): one decision line with the hook it stopped and the GPUs the
+// spec named so far, like every other decision, then the refusal.
+StartOutcome RefuseError(DecisionLog& log, const Error& e, const ShimConfig& cfg,
+                         const std::string& hook = "", const std::vector<VfioRef>* refs = nullptr) {
   std::string m = e.message();
   if (!StartsWith(m, "vfio-gpu:")) m = "vfio-gpu: " + m;
+  if (!hook.empty()) {
+    Decision d{hook, "refused", {}, -1, "", m, false};
+    std::set<std::string> bdfs, units, groups;
+    for (const auto& r : refs ? *refs : std::vector<VfioRef>{}) {
+      bdfs.insert(r.bdfs.begin(), r.bdfs.end());
+      if (!r.unit_id.empty()) units.insert(r.unit_id);
+      if (r.group >= 0) groups.insert(std::to_string(r.group));
+    }
+    d.bdfs.assign(bdfs.begin(), bdfs.end());
+    d.unit = Join(std::vector<std::string>(units.begin(), units.end()), ",");
+    if (groups.size() == 1) d.group = std::stoi(*groups.begin());
+    log.Decide(d);
+  }
   return Refuse(log, Refusal{m, e.kind(), {}}, cfg);
 }
 
@@ -261,6 +278,7 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
 
   // The pod's allocation, asked (through the gRPC helper, a process of its own) only when a hook
   // needs it.
+  std::vector<VfioRef> refs;  // the GPUs the spec names, once collected
   std::optional<PodAllocation> allocation;
   bool asked = false;
   auto ask = [&]() -> std::optional<StartOutcome> {
@@ -272,7 +290,7 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
           a.error().kind() != ErrorKind::kTransient)
         return RefuseError(
             log, a.error().Wrap("cannot learn the GPUs allocated to pod " + spec.identity.Pod()),
-            cfg);
+            cfg, "authorize", &refs);
       log.Event("warning", "allocation",
                 "pod " + spec.identity.Pod() + ": " + a.error().message() + " (authorize " +
                     AuthorizeModeName(cfg.authorize) + ": going on without it)");
@@ -289,7 +307,6 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
     if (auto refused = ask()) return *refused;
   bool allocated = allocation && !allocation->units.empty();
 
-  std::vector<VfioRef> refs;
   std::optional<HostFacts> host;
   if (names_gpus || (plan && allocated)) {
     bool plan_annotations = plan && cfg.cold_plug_form == ColdPlugForm::kCdiAnnotations;
@@ -307,7 +324,8 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
     if (!nodes) nodes = ReadVfioNodes(cfg.roots);
     GroupsOfInterest interest = GroupsNamedBy(cfg.roots, spec, extra, *nodes);
     auto snap = ScanForStart(cfg.roots, interest, ShimSelection(cfg));
-    if (!snap) return RefuseError(log, snap.error().Wrap("cannot scan the host's GPUs"), cfg);
+    if (!snap)
+      return RefuseError(log, snap.error().Wrap("cannot scan the host's GPUs"), cfg, "collect");
     host = GatherHostFacts(cfg.roots, std::move(*snap), spec, extra, std::move(*nodes));
     // A referenced group that is gone: our CDI specs still say which GPU it was.
     for (const auto& [group, facts] : host->groups) {
@@ -330,7 +348,7 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
   std::optional<LedgerView> view;
   if (host && !refs.empty()) {
     auto v = ledger.Load();
-    if (!v) return RefuseError(log, v.error(), cfg);
+    if (!v) return RefuseError(log, v.error(), cfg, "dedup", &refs);
     view = std::move(*v);
   }
   // Authorize: from this pod's own claims when they cover every GPU (later containers of a pod),
@@ -373,15 +391,17 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
     KataConfigView kata = chosen.empty() && opts && !opts->config_body.empty()
                               ? KataViewFromText("runtime options ConfigBody", opts->config_body)
                               : ReadKataConfig(EffectiveKataConfigPath(chosen, env ? env : ""));
-    bool has_gpus = !refs.empty() || allocated;
-    if (!has_gpus && !kata.GpuCapable()) {
+    // The sandbox's GPUs: what its spec names, else what the kubelet allocated to the pod.
+    std::set<std::string> gpus;
+    for (const auto& r : refs) gpus.insert(r.bdfs.begin(), r.bdfs.end());
+    if (gpus.empty() && !allocated && !kata.GpuCapable())
       if (auto refused = ask()) return *refused;
-      has_gpus = allocation && !allocation->units.empty();
-    }
+    if (gpus.empty() && allocation) gpus = allocation->units;
     std::optional<KataConfigView> target;
-    if (has_gpus && !kata.GpuCapable() && !cfg.runtime_switch_config.empty())
+    if (!gpus.empty() && !kata.GpuCapable() && !cfg.runtime_switch_config.empty())
       target = ReadKataConfig(cfg.runtime_switch_config);
-    RuntimeResult rt = CheckRuntime(spec.identity, has_gpus, kata, target, cfg);
+    RuntimeResult rt = CheckRuntime(
+        spec.identity, std::vector<std::string>(gpus.begin(), gpus.end()), kata, target, cfg);
     if (!Apply(log, rt.result)) return Refuse(log, *rt.result.refusal, cfg);
     if (rt.switch_to) ApplyRuntimeSwitch(spec, *rt.switch_to);
   }
@@ -405,7 +425,8 @@ StartOutcome RunStart(const ShimConfig& cfg, const ShimArgs& args, const std::st
       c.time = ::time(nullptr);
       records.push_back(std::move(c));
     }
-    if (auto s = ledger.ClaimAll(records); !s) return RefuseError(log, s.error(), cfg);
+    if (auto s = ledger.ClaimAll(records); !s)
+      return RefuseError(log, s.error(), cfg, "dedup", &refs);
     for (const auto& r : records) out.claimed.push_back(r.bdf);
     out.sandbox_id = spec.identity.sandbox_id;
   }
@@ -429,14 +450,24 @@ void RunDelete(const ShimConfig& cfg, const ShimArgs& args, const std::string& b
   // sandbox (or a plain `ctr` run) releases its GPUs, whatever its config.json says.
   Ledger ledger(cfg.LedgerDir());
   if (!IsDir(ledger.dir()) || args.id.empty()) return;
+  auto before = ledger.Load();  // what each claim was (unit, group, pod), for the log lines
   auto released = ledger.Release(args.id);
   if (!released) {
     log.Event("error", "release",
               "cannot release GPUs of " + args.id + ": " + released.error().message());
     return;
   }
-  for (const auto& bdf : *released)
-    log.Decide({"ledger", "released", {bdf}, -1, "", "sandbox " + args.id + " deleted", false});
+  for (const auto& bdf : *released) {
+    Decision d{"ledger", "released", {bdf}, -1, "", "sandbox " + args.id + " deleted", false};
+    if (before)
+      if (auto c = before->find(bdf); c != before->end()) {
+        d.group = c->second.group;
+        d.unit = c->second.unit;
+        if (!c->second.authorized_pod.empty())
+          d.reason += " (pod " + c->second.authorized_pod + ")";
+      }
+    log.Decide(d);
+  }
 }
 
 // ---- main ----

@@ -183,7 +183,7 @@ TEST_F(HooksTest, CdevBeforeGroupNodeIsStillClaimedAndRefusedWhenTaken) {
 
   OciSpec s2 = Spec(ContainerSpec(devices));
   auto refs2 = Refs(s2, f);
-  LedgerView taken{{u->gpus.front(), {"other-sb", "/b", 42, u->iommu_group, {}, false, ""}}};
+  LedgerView taken{{u->gpus.front(), {"other-sb", "/b", 42, u->iommu_group, {}, false, "", u->id}}};
   DedupResult d2 = Deduplicate(s2, refs2, f, taken, cfg_);
   ASSERT_TRUE(d2.result.refusal);
   EXPECT_NE(d2.result.refusal->message.find("already attached to sandbox other-sb"),
@@ -365,7 +365,8 @@ TEST_F(HooksTest, LedgerDecidesAcrossSandboxes) {
   OciSpec s = Spec(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 99) + "]"));
   HostFacts f = Facts(s);
   auto refs = Refs(s, f);
-  LedgerView other{{"0000:17:00.0", {"other-sb", "/b", 42, 25, DevNum{241, 25}, false, ""}}};
+  LedgerView other{
+      {"0000:17:00.0", {"other-sb", "/b", 42, 25, DevNum{241, 25}, false, "", "0000:17:00.0"}}};
   auto d = Deduplicate(s, refs, f, other, cfg_);
   ASSERT_TRUE(d.result.refusal);
   EXPECT_NE(d.result.refusal->message.find("already attached to sandbox other-sb"),
@@ -377,7 +378,8 @@ TEST_F(HooksTest, LedgerDecidesAcrossSandboxes) {
   ASSERT_EQ(d2.claims.size(), 1u);
   EXPECT_TRUE(d2.claims[0].reclaim);
   // Own sandbox: no new claim, and the entry takes the claim's major:minor.
-  LedgerView mine{{"0000:17:00.0", {"5f1c", "/b", 42, 25, DevNum{241, 25}, false, ""}}};
+  LedgerView mine{
+      {"0000:17:00.0", {"5f1c", "/b", 42, 25, DevNum{241, 25}, false, "", "0000:17:00.0"}}};
   auto refs3 = Refs(s, f);
   auto d3 = Deduplicate(s, refs3, f, mine, cfg_);
   ASSERT_FALSE(d3.result.refusal);
@@ -389,7 +391,7 @@ TEST_F(HooksTest, ClaimsAuthorizeOnlyTheirOwnPodsLiveEnforcedGpus) {
   OciSpec s = Spec(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]"));
   HostFacts f = Facts(s);
   auto refs = Refs(s, f);
-  ClaimView mine{"5f1c", "/b", 42, 25, DevNum{241, 25}, false, "tenant-a/train-0"};
+  ClaimView mine{"5f1c", "/b", 42, 25, DevNum{241, 25}, false, "tenant-a/train-0", "0000:17:00.0"};
   auto ok = AuthorizedByClaims(refs, s.identity, {{"0000:17:00.0", mine}});
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->decisions.size(), 1u);
@@ -641,13 +643,13 @@ pod_resource_api_sock = "/var/lib/kubelet/pod-resources/kubelet.sock"
   ShimConfig cfg;
   SpecIdentity sb;
   sb.role = SpecRole::kSandbox;
-  auto r = CheckRuntime(sb, true, c, std::nullopt, cfg);
+  auto r = CheckRuntime(sb, {"0000:17:00.0"}, c, std::nullopt, cfg);
   ASSERT_TRUE(r.result.refusal);
   EXPECT_NE(r.result.refusal->message.find("RuntimeClass kata-qemu-vfio-gpu"), std::string::npos);
-  auto sw = CheckRuntime(sb, true, c, with, cfg);
+  auto sw = CheckRuntime(sb, {"0000:17:00.0"}, c, with, cfg);
   ASSERT_FALSE(sw.result.refusal);
   EXPECT_EQ(*sw.switch_to, "q.toml");
-  EXPECT_FALSE(CheckRuntime(sb, false, c, std::nullopt, cfg).result.refusal);
+  EXPECT_FALSE(CheckRuntime(sb, {}, c, std::nullopt, cfg).result.refusal);
 }
 
 TEST(KataConfig, ReadsDropInsBesideTheFile) {

@@ -12,6 +12,7 @@
 
 #include "common/files.h"
 #include "common/json.h"
+#include "common/strings.h"
 #include "hostmodel/fake_host.h"
 #include "hostmodel/published_selection.h"
 #include "hostmodel/scanner.h"
@@ -201,6 +202,52 @@ TEST_F(WrapperTest, AVanishedGpuIsQuarantinedByItsUnitId) {
   ASSERT_TRUE(a.refused);
   EXPECT_EQ(a.kind, ErrorKind::kPermanent) << a.message;
   EXPECT_TRUE(PathExists(mark)) << a.message;
+}
+
+// Every decision is one log line naming the hook, the GPUs and the reason, including a refusal that
+// comes from an error (the kubelet unreachable) rather than a hook's verdict, and the release of a
+// sandbox's GPUs on delete.
+TEST_F(WrapperTest, ErrorRefusalsAndReleasesAreLoggedWithHookGpusAndGroup) {
+  ASSERT_TRUE(WriteFileAtomic(cfg_.pod_resources_client,
+                              "#!/bin/sh\necho 'the kubelet is restarting' >&2\nexit 1\n", 0755)
+                  .ok());
+  StartOutcome o = Start(ContainerSpec("[" + Dev("/dev/vfio/25", 241, 25) + "]"), "c1");
+  ASSERT_TRUE(o.refused);
+  EXPECT_EQ(o.kind, ErrorKind::kTransient) << o.message;
+  auto log = ReadFile(cfg_.LogPath());
+  ASSERT_TRUE(log.ok());
+  bool found = false;
+  for (const auto& line : Split(*log, '\n')) {
+    auto j = Json::Parse(line, "shim.log");
+    if (!j || j->Get("hook").AsString() != "authorize" || j->Get("action").AsString() != "refused")
+      continue;
+    found = true;
+    EXPECT_EQ(j->Get("bdfs").size(), 1u) << line;
+    EXPECT_EQ(j->Get("bdfs").At(0).AsString(), "0000:17:00.0") << line;
+    EXPECT_EQ(j->Get("group").AsInt(), 25) << line;
+    EXPECT_EQ(j->Get("unit").AsString(), "0000:17:00.0") << line;
+    EXPECT_EQ(j->Get("pod").AsString(), "tenant-a/train-0") << line;
+  }
+  EXPECT_TRUE(found) << *log;
+
+  cfg_.authorize = AuthorizeMode::kOff;
+  ASSERT_FALSE(Start(SandboxSpec("[" + Dev("/dev/vfio/31", 241, 31) + "]"), "5f1c").refused);
+  ShimArgs del;
+  del.command = "delete";
+  del.id = "5f1c";
+  {
+    DecisionLog dlog(cfg_, del);
+    RunDelete(cfg_, del, bundle_, dlog);
+  }
+  log = ReadFile(cfg_.LogPath());
+  ASSERT_TRUE(log.ok());
+  auto lines = Split(*log, '\n');
+  std::string released;
+  for (const auto& line : lines)
+    if (line.find("\"released\"") != std::string::npos) released = line;
+  EXPECT_NE(released.find("\"bdfs\":[\"0000:31:00.0\"]"), std::string::npos) << *log;
+  EXPECT_NE(released.find("\"group\":31"), std::string::npos) << released;
+  EXPECT_NE(released.find("\"unit\":\"0000:31:00.0\""), std::string::npos) << released;
 }
 
 // Per-model naming in the plugin's ConfigMap: the kubelet reports the pod's GPU under
