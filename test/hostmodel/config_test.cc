@@ -24,6 +24,8 @@ TEST(NodeConfigTest, DefaultsWhenEmpty) {
   EXPECT_EQ(c->selection.vendors, std::vector<uint16_t>{0x10de});
   EXPECT_EQ(c->selection.gpu_classes, (std::vector<std::string>{"0x0300", "0x0302"}));
   EXPECT_EQ(c->allocate_strategy, AllocateStrategy::kCdi);
+  EXPECT_EQ(c->reconcile_interval_seconds, 30);  // the safety-net rescan
+  EXPECT_EQ(c->log_format, "text");
 }
 
 TEST(NodeConfigTest, ReadsEveryKey) {

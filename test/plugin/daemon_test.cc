@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -118,6 +119,8 @@ class DaemonTest : public ::testing::Test {
     StartKubelet();
     StartDaemon();
   }
+  // Runs the real binary against the fake host, waits for its registration, sends `sig`.
+  void ExpectCleanExitOn(int sig);
   DeviceList WaitHealth(const std::string& id, const std::string& health) {
     auto l = kubelet_->WaitForDevices(kPgpu, HealthIs(id, health), kWait);
     EXPECT_TRUE(l.has_value()) << id << " never became " << health;
@@ -571,9 +574,18 @@ TEST_F(DaemonTest, BadSysfsRootIsRefusedAtStart) {
   EXPECT_NE(d.error().message().find("--sysfs-root"), std::string::npos) << d.error().message();
 }
 
-TEST_F(DaemonTest, BinaryExitsZeroOnSigtermAndRemovesItsSocket) {
+TEST_F(DaemonTest, BinaryExitsZeroOnSigtermOrSigintAndRemovesItsSocket) {
   ASSERT_TRUE(BuildSeedA10Host(*host_).ok());
   StartKubelet();
+  for (int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(strsignal(sig));
+    ExpectCleanExitOn(sig);
+    if (HasFatalFailure()) return;
+  }
+}
+
+void DaemonTest::ExpectCleanExitOn(int sig) {
+  int registrations = kubelet_->RegistrationCount(kPgpu);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
@@ -583,9 +595,8 @@ TEST_F(DaemonTest, BinaryExitsZeroOnSigtermAndRemovesItsSocket) {
           "--metrics-address", "", "--log-format", "json", static_cast<char*>(nullptr));
     _exit(127);
   }
-  auto req = kubelet_->WaitForRegistration(kPgpu, kWait);
-  EXPECT_TRUE(req.has_value());
-  kill(pid, SIGTERM);
+  ASSERT_TRUE(kubelet_->WaitForRegistrationCount(kPgpu, registrations + 1, kWait));
+  kill(pid, sig);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFEXITED(status));
