@@ -66,6 +66,12 @@ int Audit(Args& args) {
       return kExitProblems;
     }
     expected = std::move(*bdfs);
+    if (expected->empty())
+      std::fprintf(stderr,
+                   "vfio-gpu audit: the ledger (%s/ledger) holds no GPU for sandbox %s: its VM "
+                   "must have no vfio-pci device; if it should have GPUs, check the sandbox ID "
+                   "and --run-dir\n",
+                   run_dir.c_str(), sandbox->c_str());
   }
 
   qmp::DeviceFilter filter;

@@ -124,6 +124,16 @@ TEST_F(AuditCliTest, NoVfioDevicesInThisVm) {
   EXPECT_NE(r.out.find("no vfio-pci devices in the VM"), std::string::npos) << r.out;
 }
 
+// A sandbox the ledger has no GPU for (a mistyped ID, or a pod without GPUs): the verdict stands on
+// the VM alone, and the operator is told the ledger had nothing to compare with.
+TEST_F(AuditCliTest, ASandboxWithoutClaimsIsSaid) {
+  Claim("0000:01:00.0", "sb1");
+  Outcome r = Run("--qmp " + vm_->socket_path() + " --sandbox sb-typo --run-dir " + (tmp_ / "run"));
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("holds no GPU for sandbox sb-typo"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("check the sandbox ID"), std::string::npos) << r.err;
+}
+
 TEST_F(AuditCliTest, BusySocketIsAClearErrorNotAHang) {
   auto holder = QmpSession::Connect(vm_->socket_path(), 10s);
   ASSERT_TRUE(holder.ok()) << holder.error().message();
