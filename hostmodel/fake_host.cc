@@ -211,6 +211,18 @@ FakeDevice Gpu(const std::string& bdf, const std::string& parent, int group, int
 
 }  // namespace
 
+FakeDevice MakeFakeDevice(const std::string& bdf, const std::string& parent, int group,
+                          uint32_t class_code, const std::string& driver, uint16_t vendor) {
+  FakeDevice d;
+  d.bdf = bdf;
+  d.parent = parent;
+  d.iommu_group = group;
+  d.class_code = class_code;
+  d.driver = driver;
+  d.vendor = vendor;
+  return d;
+}
+
 Status BuildSeedA10Host(FakeHost& host) {
   struct Slot {
     const char* rc;

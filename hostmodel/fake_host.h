@@ -30,6 +30,12 @@ struct FakeDevice {
   bool pcie = true;  // config is 4096 bytes for PCIe functions, 256 for conventional ones
 };
 
+// A function at `bdf` behind `parent` in IOMMU group `group`, of the given class, driver and vendor
+// (the rest as FakeDevice's defaults).
+FakeDevice MakeFakeDevice(const std::string& bdf, const std::string& parent, int group,
+                          uint32_t class_code = k3dController,
+                          const std::string& driver = "vfio-pci", uint16_t vendor = kVendorNvidia);
+
 class FakeHost {
  public:
   // Creates <root>/sys and <root>/dev.

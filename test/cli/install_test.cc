@@ -634,16 +634,10 @@ class FifoKernel {
   std::thread thread_;
 };
 
+// Short for the fake host's builder, as these tests read best.
 FakeDevice Dev(const std::string& bdf, const std::string& parent, int group, uint32_t cls,
                const std::string& driver, uint16_t vendor = 0x10de) {
-  FakeDevice d;
-  d.bdf = bdf;
-  d.parent = parent;
-  d.iommu_group = group;
-  d.class_code = cls;
-  d.driver = driver;
-  d.vendor = vendor;
-  return d;
+  return MakeFakeDevice(bdf, parent, group, cls, driver, vendor);
 }
 
 class BindGpusTest : public InstallTest {

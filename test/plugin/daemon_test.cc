@@ -119,6 +119,13 @@ class DaemonTest : public ::testing::Test {
     StartKubelet();
     StartDaemon();
   }
+  // A GPU that appears while the plugin runs (hot-plug, or bound after start): 0000:e1:00.0 in
+  // group 200 on NUMA node 1. Its group node appears with it, which inotify reports.
+  void AddLateGpu() {
+    FakeDevice gpu = MakeFakeDevice("0000:e1:00.0", "pci0000:e0", 200);
+    gpu.numa_node = 1;
+    ASSERT_TRUE(host_->Add(gpu).ok());
+  }
   // Runs the real binary against the fake host, waits for its registration, sends `sig`.
   void ExpectCleanExitOn(int sig);
   DeviceList WaitHealth(const std::string& id, const std::string& health) {
@@ -363,12 +370,7 @@ TEST_F(DaemonTest, CdiSpecIsOnDiskBeforeEachDeviceIsAdvertised) {
   ASSERT_TRUE(kubelet_->Start().ok());
   StartDaemon();
   WaitHealth("0000:ca:00.0", "Healthy");
-  FakeDevice gpu;
-  gpu.bdf = "0000:e1:00.0";
-  gpu.parent = "pci0000:e0";
-  gpu.iommu_group = 200;
-  gpu.numa_node = 1;
-  ASSERT_TRUE(host_->Add(gpu).ok());  // its group node appears: inotify
+  AddLateGpu();
   WaitHealth("0000:e1:00.0", "Healthy");
   std::lock_guard lk(mu);
   EXPECT_GE(updates, 2);
@@ -499,12 +501,7 @@ TEST_F(DaemonTest, NewUnitsAppearWithoutRestart) {
   ASSERT_TRUE(BuildSeedA10Host(*host_).ok());
   StartAll();
   WaitHealth("0000:17:00.0", "Healthy");
-  FakeDevice gpu;
-  gpu.bdf = "0000:e1:00.0";
-  gpu.parent = "pci0000:e0";
-  gpu.iommu_group = 200;
-  gpu.numa_node = 1;
-  ASSERT_TRUE(host_->Add(gpu).ok());  // its group node appears: inotify
+  AddLateGpu();
   WaitHealth("0000:e1:00.0", "Healthy");
   auto spec = ReadFile(config_.cdi_dir + "/vfio-gpu-nvidia.com-pgpu.json");
   ASSERT_TRUE(spec.ok());
