@@ -171,6 +171,18 @@ Status FakeHost::AddGroupNode(int group) {
   return Write(roots_.VfioGroupNode(group), "");
 }
 
+FakeDevice MakeFakeDevice(const std::string& bdf, const std::string& parent, int group,
+                          uint32_t class_code, const std::string& driver, uint16_t vendor) {
+  FakeDevice d;
+  d.bdf = bdf;
+  d.parent = parent;
+  d.iommu_group = group;
+  d.class_code = class_code;
+  d.driver = driver;
+  d.vendor = vendor;
+  return d;
+}
+
 namespace {
 
 FakeDevice RootPort(const std::string& bdf, const std::string& rc, int group, int numa) {
@@ -200,28 +212,13 @@ FakeDevice SwitchPort(const std::string& bdf, const std::string& parent, int gro
 
 FakeDevice Gpu(const std::string& bdf, const std::string& parent, int group, int numa,
                uint16_t device = 0x2236) {
-  FakeDevice d;
-  d.bdf = bdf;
-  d.parent = parent;
+  FakeDevice d = MakeFakeDevice(bdf, parent, group);
   d.device = device;
-  d.iommu_group = group;
   d.numa_node = numa;
   return d;
 }
 
 }  // namespace
-
-FakeDevice MakeFakeDevice(const std::string& bdf, const std::string& parent, int group,
-                          uint32_t class_code, const std::string& driver, uint16_t vendor) {
-  FakeDevice d;
-  d.bdf = bdf;
-  d.parent = parent;
-  d.iommu_group = group;
-  d.class_code = class_code;
-  d.driver = driver;
-  d.vendor = vendor;
-  return d;
-}
 
 Status BuildSeedA10Host(FakeHost& host) {
   struct Slot {
@@ -333,6 +330,22 @@ Status BuildConsumerGpuHost(FakeHost& host, bool audio_on_vfio) {
   audio.class_code = kClassAudio;
   audio.driver = audio_on_vfio ? "vfio-pci" : "snd_hda_intel";
   return host.Add(audio);
+}
+
+Status BuildBindTestHost(FakeHost& host) {
+  RETURN_IF_ERROR(host.Add(
+      MakeFakeDevice("0000:00:01.0", "pci0000:00", 2, kClassPciBridge, "pcieport", 0x8086)));
+  RETURN_IF_ERROR(
+      host.Add(MakeFakeDevice("0000:01:00.0", "0000:00:01.0", 14, kClassVga, "nvidia")));
+  RETURN_IF_ERROR(
+      host.Add(MakeFakeDevice("0000:01:00.1", "0000:00:01.0", 14, kClassAudio, "snd_hda_intel")));
+  RETURN_IF_ERROR(host.Add(MakeFakeDevice("0000:41:00.0", "pci0000:40", 20)));
+  RETURN_IF_ERROR(
+      host.Add(MakeFakeDevice("0000:61:00.0", "pci0000:60", 30, 0x020000, "mlx5_core", 0x15b3)));
+  for (const char* drv : {"nvidia", "snd_hda_intel", "vfio-pci", "mlx5_core", "pcieport"})
+    RETURN_IF_ERROR(
+        WriteFileAtomic(host.roots().sysfs + "/bus/pci/drivers/" + drv + "/unbind", ""));
+  return WriteFileAtomic(host.roots().sysfs + "/bus/pci/drivers_probe", "");
 }
 
 Status BuildSharedGroupHost(FakeHost& host) {

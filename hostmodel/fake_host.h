@@ -75,6 +75,10 @@ Status BuildHgxHost(FakeHost& host);
 // A consumer GPU with its HDMI audio function in the same group (14), the audio on vfio-pci
 // (viable) or on snd_hda_intel (not viable).
 Status BuildConsumerGpuHost(FakeHost& host, bool audio_on_vfio);
+// For binding tests: a consumer GPU on nvidia with its audio on snd_hda_intel (group 14) behind a
+// root port, a GPU already on vfio-pci (group 20), a NIC in a group of its own (30), and the
+// kernel's write-only driver attributes (`drivers/<name>/unbind`, `drivers_probe`).
+Status BuildBindTestHost(FakeHost& host);
 // Two GPUs behind a switch without ACS: one IOMMU group (7) holding the switch ports and both GPUs.
 Status BuildSharedGroupHost(FakeHost& host);
 // One GPU on vfio-pci (group 20) and one on the nvidia driver (group 21).

@@ -50,20 +50,7 @@ FakeDevice Dev(const std::string& bdf, const std::string& parent, int group, uin
 
 class BindTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    // A consumer GPU on nvidia with its audio on snd_hda_intel (group 14), behind a root port;
-    // a GPU already on vfio-pci (group 20); a NIC in a group of its own.
-    ASSERT_TRUE(
-        host_.Add(Dev("0000:00:01.0", "pci0000:00", 2, kClassPciBridge, "pcieport", 0x8086)));
-    ASSERT_TRUE(host_.Add(Dev("0000:01:00.0", "0000:00:01.0", 14, kClassVga, "nvidia")));
-    ASSERT_TRUE(host_.Add(Dev("0000:01:00.1", "0000:00:01.0", 14, kClassAudio, "snd_hda_intel")));
-    ASSERT_TRUE(host_.Add(Dev("0000:41:00.0", "pci0000:40", 20, k3dController, "vfio-pci")));
-    ASSERT_TRUE(host_.Add(Dev("0000:61:00.0", "pci0000:60", 30, 0x020000, "mlx5_core", 0x15b3)));
-    // The kernel's write-only attributes, which sysfs always has.
-    for (const char* drv : {"nvidia", "snd_hda_intel", "vfio-pci", "mlx5_core", "pcieport"})
-      ASSERT_TRUE(WriteFileAtomic(host_.roots().sysfs + "/bus/pci/drivers/" + drv + "/unbind", ""));
-    ASSERT_TRUE(WriteFileAtomic(host_.roots().sysfs + "/bus/pci/drivers_probe", ""));
-  }
+  void SetUp() override { ASSERT_TRUE(BuildBindTestHost(host_)); }
   std::string Attr(const std::string& rel) { return *ReadFile(host_.roots().sysfs + rel); }
 
   TempDir tmp_;

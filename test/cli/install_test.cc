@@ -645,17 +645,7 @@ class BindGpusTest : public InstallTest {
   void SetUp() override {
     InstallTest::SetUp();
     ASSERT_TRUE(WriteFileAtomic(Config(), kConfigV2));
-    // A consumer GPU on nvidia with its audio on snd_hda_intel (group 14) behind a root port, a
-    // GPU already on vfio-pci (group 20), a NIC in a group of its own (30).
-    ASSERT_TRUE(
-        host_.Add(Dev("0000:00:01.0", "pci0000:00", 2, kClassPciBridge, "pcieport", 0x8086)));
-    ASSERT_TRUE(host_.Add(Dev("0000:01:00.0", "0000:00:01.0", 14, kClassVga, "nvidia")));
-    ASSERT_TRUE(host_.Add(Dev("0000:01:00.1", "0000:00:01.0", 14, kClassAudio, "snd_hda_intel")));
-    ASSERT_TRUE(host_.Add(Dev("0000:41:00.0", "pci0000:40", 20, k3dController, "vfio-pci")));
-    ASSERT_TRUE(host_.Add(Dev("0000:61:00.0", "pci0000:60", 30, 0x020000, "mlx5_core", 0x15b3)));
-    for (const char* drv : {"nvidia", "snd_hda_intel", "vfio-pci", "mlx5_core", "pcieport"})
-      ASSERT_TRUE(WriteFileAtomic(host_.roots().sysfs + "/bus/pci/drivers/" + drv + "/unbind", ""));
-    ASSERT_TRUE(WriteFileAtomic(host_.roots().sysfs + "/bus/pci/drivers_probe", ""));
+    ASSERT_TRUE(BuildBindTestHost(host_));
   }
   // A GPU sharing IOMMU group 40 with a NIC (no ACS between them).
   void AddGpuBesideANic() {
