@@ -37,6 +37,15 @@ Result<IommuGroup> ReadIommuGroup(const HostRoots& roots, int group) {
   return g;
 }
 
+std::optional<int> IommuGroupOf(const HostRoots& roots, const std::string& bdf) {
+  if (!IsBdf(bdf)) return std::nullopt;
+  auto g = LinkBasename(roots.PciDevice(bdf) + "/iommu_group");
+  if (!g) return std::nullopt;
+  auto n = ParseInt(*g);
+  if (!n || *n < 0) return std::nullopt;
+  return static_cast<int>(*n);
+}
+
 Viability CheckViability(const IommuGroup& group) {
   std::string prefix = "IOMMU group " + std::to_string(group.number) + " is not viable: ";
   for (const auto& m : group.members) {

@@ -1,6 +1,7 @@
 // IOMMU groups: the unit the kernel can hand to one VM, and the viability rule VFIO applies.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ struct IommuGroup {
 
 // Reads /sys/kernel/iommu_groups/<N>/devices. NotFound when the group doesn't exist.
 Result<IommuGroup> ReadIommuGroup(const HostRoots& roots, int group);
+// The IOMMU group a PCI function is in now (its iommu_group link); nullopt when it has none.
+std::optional<int> IommuGroupOf(const HostRoots& roots, const std::string& bdf);
 
 struct Viability {
   bool viable = true;

@@ -1,6 +1,9 @@
 #include "hostmodel/scanner.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <map>
 
 #include "common/files.h"
@@ -54,6 +57,10 @@ Snapshot ScanDevices(const HostRoots& roots, const Selection& selection,
     }
     // Class first: most functions on a node are not display devices, and one read rules them out.
     std::string dir = roots.PciDevice(bdf);
+    // A function named by a caller that has left the bus since (a targeted rescan after a
+    // remove uevent) is simply not there, as in a fresh listing. A dangling entry still counts.
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 && errno == ENOENT) continue;
     auto cls_text = ReadAttr(dir + "/class");
     auto cls = cls_text.ok() ? ParseHex(*cls_text) : std::nullopt;
     if (!cls || *cls > 0xffffff) {
@@ -173,7 +180,51 @@ Snapshot ScanDevices(const HostRoots& roots, const Selection& selection,
             [](const Unit& a, const Unit& b) { return a.id < b.id; });
   std::sort(snap.skipped.begin(), snap.skipped.end(),
             [](const Skipped& a, const Skipped& b) { return a.bdf < b.bdf; });
+  std::stable_sort(snap.problems.begin(), snap.problems.end(),
+                   [](const DeviceProblem& a, const DeviceProblem& b) { return a.bdf < b.bdf; });
   return snap;
+}
+
+std::vector<std::string> FunctionsToReread(const HostRoots& roots, const Snapshot& previous,
+                                           const std::set<int>& groups,
+                                           const std::set<std::string>& bdfs) {
+  std::set<int> g = groups;
+  for (const auto& b : bdfs)
+    if (auto now = IommuGroupOf(roots, b)) g.insert(*now);
+  for (const auto& u : previous.units)
+    for (const auto& m : u.members)
+      if (bdfs.count(m.bdf)) g.insert(u.iommu_group);
+  std::set<std::string> out(bdfs.begin(), bdfs.end());
+  for (int n : g)
+    if (auto members = ListDir(roots.IommuGroupDevices(n)))
+      out.insert(members->begin(), members->end());
+  for (const auto& u : previous.units)
+    if (g.count(u.iommu_group))
+      for (const auto& m : u.members) out.insert(m.bdf);
+  return {out.begin(), out.end()};
+}
+
+Snapshot MergeRescan(const Snapshot& previous, Snapshot part,
+                     const std::vector<std::string>& reread) {
+  std::set<std::string> touched(reread.begin(), reread.end());
+  auto touches = [&](const Unit& u) {
+    return std::any_of(u.members.begin(), u.members.end(),
+                       [&](const GroupMember& m) { return touched.count(m.bdf) > 0; });
+  };
+  Snapshot out = std::move(part);
+  for (const auto& u : previous.units)
+    if (!touches(u)) out.units.push_back(u);
+  for (const auto& s : previous.skipped)
+    if (!touched.count(s.bdf)) out.skipped.push_back(s);
+  for (const auto& p : previous.problems)
+    if (!touched.count(p.bdf)) out.problems.push_back(p);
+  std::sort(out.units.begin(), out.units.end(),
+            [](const Unit& a, const Unit& b) { return a.id < b.id; });
+  std::sort(out.skipped.begin(), out.skipped.end(),
+            [](const Skipped& a, const Skipped& b) { return a.bdf < b.bdf; });
+  std::stable_sort(out.problems.begin(), out.problems.end(),
+                   [](const DeviceProblem& a, const DeviceProblem& b) { return a.bdf < b.bdf; });
+  return out;
 }
 
 }  // namespace vfio_gpu

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/files.h"
+#include "common/strings.h"
 
 namespace vfio_gpu::plugin {
 namespace {
@@ -131,7 +132,11 @@ void HostWatcher::Unwatch(Kind k) {
 void HostWatcher::OnInotify() {
   alignas(inotify_event) char buf[8192];
   bool host = false, kubelet_created = false, kubelet_changed = false, refresh = false;
-  std::string why;
+  HostChange change;
+  auto everything = [&](std::string why) {
+    host = change.everything = true;
+    change.why = std::move(why);
+  };
   for (;;) {
     ssize_t n = ::read(inotify_.get(), buf, sizeof buf);
     if (n <= 0) break;
@@ -141,8 +146,8 @@ void HostWatcher::OnInotify() {
       std::string name = ev->len ? std::string(ev->name) : "";
       auto it = watches_.find(ev->wd);
       if (ev->mask & IN_Q_OVERFLOW) {
-        host = kubelet_changed = refresh = true;
-        why = "inotify queue overflow";
+        kubelet_changed = refresh = true;
+        everything("inotify queue overflow");
         continue;
       }
       if (it == watches_.end()) continue;
@@ -150,36 +155,42 @@ void HostWatcher::OnInotify() {
       if (ev->mask & IN_IGNORED) {  // the watched directory went away
         watches_.erase(it);
         refresh = true;
-        if (kind != Kind::kKubelet) host = true;
+        if (kind != Kind::kKubelet) everything("a watched directory went away");
         continue;
       }
+      std::string verb = (ev->mask & (IN_CREATE | IN_MOVED_TO)) ? " created" : " removed";
       switch (kind) {
         case Kind::kDevRoot:
           if (name == "vfio") {
-            refresh = host = true;
-            why = "<dev>/vfio appeared";
+            refresh = true;
+            everything("<dev>/vfio appeared");
           }
           break;
-        case Kind::kVfio:
-          if (name == "devices") refresh = true;
-          host = true;
-          why = "/dev/vfio/" + name +
-                ((ev->mask & (IN_CREATE | IN_MOVED_TO)) ? " created" : " removed");
+        case Kind::kVfio: {
+          auto group = ParseInt(name);
+          if (group && *group >= 0 && std::to_string(*group) == name) {
+            host = true;
+            change.groups.insert(static_cast<int>(*group));
+            change.why = "/dev/vfio/" + name + verb;
+          } else {  // "vfio" (the module) or "devices" (iommufd)
+            if (name == "devices") refresh = true;
+            everything("/dev/vfio/" + name + verb);
+          }
           break;
+        }
         case Kind::kVfioDevices:
-          host = true;
-          why = "/dev/vfio/devices/" + name + " changed";
+          everything("/dev/vfio/devices/" + name + verb);
           break;
         case Kind::kRunDir:
           if (name == Basename(paths_.quarantine_dir)) {
             refresh = host = true;  // watched before the rescan reads it: no mark is missed
-            why = "quarantine dir created";
+            change.why = "quarantine dir created";
           }
           break;
         case Kind::kQuarantine:
           if (!name.empty() && name[0] == '.') break;  // an atomic writer's temp file
           host = true;
-          why = "quarantine mark " + name + " changed";
+          change.why = "quarantine mark " + name + " changed";
           break;
         case Kind::kKubelet:
           if (name == "kubelet.sock" && (ev->mask & (IN_CREATE | IN_MOVED_TO)))
@@ -191,14 +202,14 @@ void HostWatcher::OnInotify() {
     }
   }
   if (refresh) RefreshWatches();
-  if (host && cb_.host_changed) cb_.host_changed(why);
+  if (host && cb_.host_changed) cb_.host_changed(change);
   if (kubelet_created && cb_.kubelet_socket_created) cb_.kubelet_socket_created();
   if (kubelet_changed && cb_.kubelet_dir_changed) cb_.kubelet_dir_changed();
 }
 
 void HostWatcher::OnNetlink() {
   char buf[8192];
-  std::string why;
+  HostChange change;
   for (;;) {
     sockaddr_nl from{};
     iovec iov{buf, sizeof buf};
@@ -209,15 +220,25 @@ void HostWatcher::OnNetlink() {
     msg.msg_iovlen = 1;
     ssize_t n = recvmsg(netlink_.get(), &msg, 0);
     if (n < 0) {
-      if (errno == ENOBUFS) why = "uevents lost (buffer overrun)";  // rescan to be safe
+      if (errno == ENOBUFS) {  // uevents lost: rescan everything to be safe
+        change.everything = true;
+        change.why = "uevents lost (buffer overrun)";
+      }
       if (errno == EINTR || errno == ENOBUFS) continue;
       break;
     }
     if (from.nl_pid != 0) continue;  // only the kernel speaks here
     std::string e = RelevantPciUevent(buf, static_cast<size_t>(n));
-    if (!e.empty()) why = "uevent " + e;
+    if (e.empty()) continue;
+    // "unbind /devices/pci0000:00/0000:00:02.0/0000:01:00.0": the function is the last part.
+    std::string bdf = Basename(e.substr(e.find(' ') + 1));
+    if (IsBdf(bdf))
+      change.bdfs.insert(bdf);
+    else
+      change.everything = true;
+    if (!change.everything || change.why.empty()) change.why = "uevent " + e;
   }
-  if (!why.empty() && cb_.host_changed) cb_.host_changed(why);
+  if ((change.everything || !change.bdfs.empty()) && cb_.host_changed) cb_.host_changed(change);
 }
 
 }  // namespace vfio_gpu::plugin

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "common/result.h"
@@ -28,8 +29,17 @@ class HostWatcher {
     std::string quarantine_dir;
     std::string kubelet_dir;
   };
+  // What changed, as precisely as the event says: a uevent names a PCI function, a /dev/vfio/<N>
+  // event an IOMMU group, a quarantine mark neither (health only, no sysfs to read); anything else
+  // (module load, inotify overflow, lost uevents) is `everything`.
+  struct HostChange {
+    std::string why;
+    std::set<int> groups;
+    std::set<std::string> bdfs;
+    bool everything = false;
+  };
   struct Callbacks {
-    std::function<void(const std::string& why)> host_changed;
+    std::function<void(const HostChange& change)> host_changed;
     std::function<void()> kubelet_socket_created;
     std::function<void()> kubelet_dir_changed;
   };

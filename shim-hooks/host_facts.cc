@@ -133,12 +133,7 @@ void AddGroupFacts(const HostRoots& roots, int group, HostFacts& facts) {
 }
 
 std::optional<int> GroupOfBdf(const HostRoots& roots, const std::string& bdf) {
-  if (!IsBdf(bdf)) return std::nullopt;
-  auto g = LinkBasename(roots.PciDevice(bdf) + "/iommu_group");
-  if (!g) return std::nullopt;
-  auto n = ParseInt(*g);
-  if (!n || *n < 0) return std::nullopt;
-  return static_cast<int>(*n);
+  return IommuGroupOf(roots, bdf);
 }
 
 GroupsOfInterest GroupsNamedBy(const HostRoots& roots, const OciSpec& spec,

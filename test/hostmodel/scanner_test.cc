@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <set>
+
 #include "common/files.h"
 #include "hostmodel/fake_host.h"
+#include "hostmodel/snapshot_json.h"
 #include "test/support/temp_dir.h"
 
 namespace vfio_gpu {
@@ -231,6 +235,59 @@ TEST_F(ScannerTest, IgnoresEntriesThatAreNotPciAddresses) {
   EXPECT_EQ(s.units.size(), 4u);
   ASSERT_EQ(s.problems.size(), 1u);
   EXPECT_EQ(s.problems[0].bdf, "0000:00:04.0:pcie001");
+}
+
+// The plugin reacts to a change that names a function (uevent) or a group (/dev/vfio/<N>) by
+// re-reading just those groups and merging them into its last snapshot. For every kind of change,
+// that must equal a full scan, while reading only a few functions.
+TEST_F(ScannerTest, TargetedRescanMergedEqualsAFullScan) {
+  ASSERT_TRUE(BuildSeedA10Host(host_).ok());
+  ASSERT_TRUE(BuildConsumerGpuHost(host_, /*audio_on_vfio=*/true).ok());
+  struct Change {
+    const char* what;
+    std::function<Status()> apply;
+    std::set<int> groups;
+    std::set<std::string> bdfs;
+  };
+  FakeDevice late = MakeFakeDevice("0000:e1:00.0", "pci0000:e0", 200);
+  const std::vector<Change> changes = {
+      {"lone GPU unbound",
+       [&] { return host_.SetDriver("0000:17:00.0", ""); },
+       {},
+       {"0000:17:00.0"}},
+      {"rebound to nvidia",
+       [&] { return host_.SetDriver("0000:17:00.0", "nvidia"); },
+       {},
+       {"0000:17:00.0"}},
+      {"back on vfio-pci",
+       [&] { return host_.SetDriver("0000:17:00.0", "vfio-pci"); },
+       {},
+       {"0000:17:00.0"}},
+      {"audio member left for no driver",
+       [&] { return host_.SetDriver("0000:01:00.1", ""); },
+       {},
+       {"0000:01:00.1"}},
+      {"audio member on a host driver",
+       [&] { return host_.SetDriver("0000:01:00.1", "snd_hda_intel"); },
+       {},
+       {"0000:01:00.1"}},
+      {"group node removed", [&] { return host_.RemoveGroupNode(31); }, {31}, {}},
+      {"group node back", [&] { return host_.AddGroupNode(31); }, {31}, {}},
+      {"device removed", [&] { return host_.Remove("0000:ca:00.0"); }, {}, {"0000:ca:00.0"}},
+      {"device added", [&] { return host_.Add(late); }, {}, {"0000:e1:00.0"}},
+  };
+  size_t functions = ListDir(host_.roots().PciDevices())->size();
+  Snapshot prev = ScanOk();
+  for (const auto& c : changes) {
+    SCOPED_TRACE(c.what);
+    ASSERT_TRUE(c.apply().ok());
+    auto reread = FunctionsToReread(host_.roots(), prev, c.groups, c.bdfs);
+    EXPECT_LT(reread.size(), functions / 2) << "not targeted";
+    Snapshot merged = MergeRescan(prev, ScanDevices(host_.roots(), {}, reread), reread);
+    Snapshot full = ScanOk();
+    EXPECT_EQ(SnapshotToJson(merged).Dump(), SnapshotToJson(full).Dump());
+    prev = merged;
+  }
 }
 
 TEST_F(ScannerTest, MissingSysfsRootIsAClearError) {
