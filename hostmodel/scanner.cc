@@ -35,6 +35,16 @@ std::string SkipReason(const PciDevice& d) {
          ", not vfio-pci; bind it to vfio-pci to pass it through";
 }
 
+// One order for every snapshot, however it was built: units by ID, entries by BDF.
+void SortSnapshot(Snapshot& s) {
+  std::sort(s.units.begin(), s.units.end(),
+            [](const Unit& a, const Unit& b) { return a.id < b.id; });
+  std::sort(s.skipped.begin(), s.skipped.end(),
+            [](const Skipped& a, const Skipped& b) { return a.bdf < b.bdf; });
+  std::stable_sort(s.problems.begin(), s.problems.end(),
+                   [](const DeviceProblem& a, const DeviceProblem& b) { return a.bdf < b.bdf; });
+}
+
 }  // namespace
 
 Result<Snapshot> Scan(const HostRoots& roots, const Selection& selection) {
@@ -176,12 +186,7 @@ Snapshot ScanDevices(const HostRoots& roots, const Selection& selection,
     }
     snap.units.push_back(std::move(u));
   }
-  std::sort(snap.units.begin(), snap.units.end(),
-            [](const Unit& a, const Unit& b) { return a.id < b.id; });
-  std::sort(snap.skipped.begin(), snap.skipped.end(),
-            [](const Skipped& a, const Skipped& b) { return a.bdf < b.bdf; });
-  std::stable_sort(snap.problems.begin(), snap.problems.end(),
-                   [](const DeviceProblem& a, const DeviceProblem& b) { return a.bdf < b.bdf; });
+  SortSnapshot(snap);
   return snap;
 }
 
@@ -218,12 +223,7 @@ Snapshot MergeRescan(const Snapshot& previous, Snapshot part,
     if (!touched.count(s.bdf)) out.skipped.push_back(s);
   for (const auto& p : previous.problems)
     if (!touched.count(p.bdf)) out.problems.push_back(p);
-  std::sort(out.units.begin(), out.units.end(),
-            [](const Unit& a, const Unit& b) { return a.id < b.id; });
-  std::sort(out.skipped.begin(), out.skipped.end(),
-            [](const Skipped& a, const Skipped& b) { return a.bdf < b.bdf; });
-  std::stable_sort(out.problems.begin(), out.problems.end(),
-                   [](const DeviceProblem& a, const DeviceProblem& b) { return a.bdf < b.bdf; });
+  SortSnapshot(out);
   return out;
 }
 
